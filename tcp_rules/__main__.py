@@ -1,0 +1,5 @@
+import sys
+
+from tcp_rules.cli import main
+
+sys.exit(main())

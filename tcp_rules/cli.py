@@ -1,0 +1,197 @@
+"""The ``tcpr`` command line. User errors print diagnostics and exit 1, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from tcp_rules.diagnostics import TcpError
+from tcp_rules.inputs import load_inputs, random_inputs, save_results
+from tcp_rules.ir import Func
+from tcp_rules.ops import OPS
+from tcp_rules.pipeline import (
+    PROGRAM_STAGES,
+    EmitStop,
+    Emitter,
+    load_module_file,
+    run_func,
+    select_func,
+)
+from tcp_rules.printer import format_type
+from tcp_rules.resources import example_paths
+
+
+def _sizes(items: Sequence[str]) -> dict[str, int]:
+    out = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if not name.isidentifier() or not value.isdigit():
+            raise TcpError.at(f"--size expects SYMBOL=INT such as N=64, got '{item}'")
+        out[name] = int(value)
+    return out
+
+
+def _expand(paths: Sequence[str]) -> list[Path]:
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted([*p.rglob("*.tcp"), *p.rglob("*.tcpr")])
+            if not found:
+                raise TcpError.at(f"{p}: no .tcp or .tcpr files in this directory")
+            files.extend(found)
+        else:
+            files.append(p)
+    return files
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    failed = False
+    for path in _expand(args.files):
+        if path.suffix == ".tcpr":
+            raise TcpError.at(f"{path}: rule files are not supported yet")
+        try:
+            module = load_module_file(path, Emitter(args.emit))
+        except TcpError as e:
+            print(e.render(), file=sys.stderr)
+            failed = True
+            continue
+        except EmitStop:
+            continue
+        if not args.quiet:
+            names = ", ".join(f.name for f in module.funcs)
+            print(f"{path}: ok ({names})")
+    return 1 if failed else 0
+
+
+def _describe(name: str, a: np.ndarray) -> str:
+    body = np.array2string(a, threshold=12, edgeitems=2, precision=5, separator=", ")
+    return f"{name}: {a.dtype}{list(a.shape)} = {body}"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        module = load_module_file(args.program, Emitter(args.emit))
+    except EmitStop:
+        return 0
+    func = select_func(module, args.func)
+    if args.inputs:
+        inputs = load_inputs(args.inputs, func)
+    elif args.random:
+        inputs = random_inputs(func, _sizes(args.size), seed=args.seed)
+    else:
+        raise TcpError.at("give the inputs with --inputs IN.npz (one array per parameter) or "
+                          "use --random for seeded random inputs")
+    results = run_func(func, inputs, args.engine)
+    if args.out:
+        save_results(args.out, results)
+        print(f"wrote {len(results)} result(s) to {args.out}")
+    else:
+        for i, r in enumerate(results):
+            print(_describe(f"result{i}", r))
+    return 0
+
+
+def _demo_one(path: Path, sizes: dict[str, int], seed: int) -> tuple[Func, str]:
+    module = load_module_file(path)
+    func = module.funcs[0]
+    inputs = random_inputs(func, sizes, default_size=64, seed=seed)
+    start = time.perf_counter()
+    results = run_func(func, inputs, "reference")
+    ms = (time.perf_counter() - start) * 1e3
+    shapes = ", ".join(f"{p.param}{list(a.shape)}" for p, a in zip(func.params, inputs,
+                                                                   strict=True))
+    lines = [f"{path.name}: func {func.name}, {len(func.ops())} ops, inputs {shapes}",
+             f"  reference engine: {ms:.2f} ms"]
+    for i, r in enumerate(results):
+        lines.append(f"  result{i} {format_type(func.result_types[i])} -> {r.dtype}"
+                     f"{list(r.shape)}: mean {float(np.mean(r)):.6g}, "
+                     f"min {float(np.min(r)):.6g}, max {float(np.max(r)):.6g}")
+    return func, "\n".join(lines)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    sizes = _sizes(args.size)
+    print("tcp-rules demo: type-check and run each bundled example on seeded random inputs")
+    print(f"(symbolic dims default to 64; seed {args.seed})\n")
+    for path in example_paths():
+        _, text = _demo_one(path, sizes, args.seed)
+        print(text)
+    return 0
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    if args.json:
+        rows = [{"name": op.name, "doc": op.doc, "category": op.category,
+                 "operands": list(op.operands), "variadic": op.variadic,
+                 "attrs": [{"name": a.name, "kind": a.kind.value,
+                            "required": a.default is None and not a.optional}
+                           for a in op.attrs],
+                 "traits": {k: v for k, v in vars(op.traits).items() if v not in (False, None)},
+                 "flops_per_element": op.cost.flops_per_element} for op in OPS.values()]
+        print(json.dumps(rows, indent=2))
+        return 0
+    for op in OPS.values():
+        operands = list(op.operands) + (["..."] if op.variadic else [])
+        attrs = [f"{a.name}: {a.kind.value}" for a in op.attrs]
+        print(f"{op.name}({', '.join(operands + attrs)})  {op.doc}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tcpr", description="tcp-rules: tensor rewrite rules, equality saturation and "
+        "fast kernels for TCP programs")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("check", help="parse and type-check programs")
+    p.add_argument("files", nargs="+", help=".tcp files or directories")
+    p.add_argument("--emit", choices=PROGRAM_STAGES, help="print this stage")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    p.set_defaults(fn=cmd_check)
+
+    p = sub.add_parser("run", help="run a program on input arrays")
+    p.add_argument("program")
+    p.add_argument("--inputs", help=".npz file with one array per parameter")
+    p.add_argument("--random", action="store_true", help="use seeded random inputs")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--size", action="append", default=[], metavar="SYM=N",
+                   help="size of a symbolic dim for --random (default 8)")
+    p.add_argument("--out", help="write results to this .npz (result0, result1, ...)")
+    p.add_argument("--func", help="the func to run when the program has several")
+    p.add_argument("--engine", choices=("reference",), default="reference")
+    p.add_argument("--emit", choices=PROGRAM_STAGES, help="print this stage and stop")
+    p.set_defaults(fn=cmd_run)
+
+    p = sub.add_parser("demo", help="the main job on the bundled examples")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--size", action="append", default=[], metavar="SYM=N")
+    p.set_defaults(fn=cmd_demo)
+
+    p = sub.add_parser("ops", help="list the op table")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_ops)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    fn: Callable[[argparse.Namespace], int] = args.fn
+    try:
+        return fn(args)
+    except TcpError as e:
+        print(e.render(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

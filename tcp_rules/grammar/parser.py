@@ -1,0 +1,286 @@
+"""Parsers for .tcp programs and .tcpr rule files: lark LALR in strict mode, ASTs with spans,
+and syntax errors turned into positioned diagnostics with hints."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from tcp_rules.diagnostics import Source, Span, TcpError
+from tcp_rules.grammar import ast
+
+GRAMMAR_DIR = Path(__file__).parent
+MAX_SOURCE_BYTES = 8 * 1024 * 1024
+
+
+@functools.cache
+def grammar(name: str, start: str) -> Lark:
+    """The LALR parser for ``name``.lark (built once per process)."""
+    return Lark.open(str(GRAMMAR_DIR / f"{name}.lark"), start=start, parser="lalr",
+                     propagate_positions=True, maybe_placeholders=False, strict=True)
+
+
+def span_of(source: Source, item: Any) -> Span:
+    """The span of a lark token or tree meta."""
+    return Span(source, item.line, item.column, item.end_line, item.end_column)
+
+
+@v_args(meta=True)
+class TermBuilder(Transformer[Token, Any]):
+    """Builds AST terms; subclasses add the top-level forms of each language."""
+
+    def __init__(self, source: Source):
+        super().__init__()
+        self.source = source
+
+    def sp(self, meta: Any) -> Span:
+        return span_of(self.source, meta)
+
+    # terms
+    def call(self, meta: Any, children: list[Any]) -> ast.Call:
+        name, rest = children[0], children[1:]
+        args = tuple(c for c in rest if not isinstance(c, ast.Kwarg))
+        kwargs = tuple(c for c in rest if isinstance(c, ast.Kwarg))
+        first_kw = next((i for i, c in enumerate(rest) if isinstance(c, ast.Kwarg)), len(rest))
+        late = next((c for c in rest[first_kw:] if not isinstance(c, ast.Kwarg)), None)
+        if late is not None:
+            raise TcpError.at("operand after a keyword attribute", late.span,
+                              hint="write tensor operands first, then name=value attributes")
+        return ast.Call(str(name), args, kwargs, self.sp(meta), span_of(self.source, name))
+
+    def kwarg(self, meta: Any, children: list[Any]) -> ast.Kwarg:
+        return ast.Kwarg(str(children[0]), children[1], self.sp(meta))
+
+    def var(self, meta: Any, children: list[Any]) -> ast.Var:
+        return ast.Var(str(children[0]), self.sp(meta))
+
+    def literal(self, meta: Any, children: list[Any]) -> ast.Lit:
+        return ast.Lit(_scalar(children[0]), self.sp(meta))
+
+    def neg_number(self, meta: Any, children: list[Any]) -> Any:
+        return -_scalar(children[0])
+
+    # attribute expressions
+    def anum(self, meta: Any, children: list[Any]) -> ast.ANum:
+        return ast.ANum(_scalar(children[0]), self.sp(meta))
+
+    def aname(self, meta: Any, children: list[Any]) -> ast.AName:
+        return ast.AName(str(children[0]), self.sp(meta))
+
+    def acall(self, meta: Any, children: list[Any]) -> ast.ACall:
+        return ast.ACall(str(children[0]), tuple(children[1:]), self.sp(meta))
+
+    def alist(self, meta: Any, children: list[Any]) -> ast.AList:
+        return ast.AList(tuple(children), self.sp(meta))
+
+    def abin_add(self, meta: Any, children: list[Any]) -> ast.ABin:
+        return ast.ABin(str(children[1]), children[0], children[2], self.sp(meta))
+
+    abin_mul = abin_add
+
+    def aneg(self, meta: Any, children: list[Any]) -> ast.ANeg:
+        return ast.ANeg(children[1], self.sp(meta))
+
+    def tensor_type(self, meta: Any, children: list[Any]) -> ast.TypeExpr:
+        return ast.TypeExpr(str(children[0]), tuple(children[1:]), self.sp(meta))
+
+
+def _scalar(value: Any) -> int | float | bool:
+    if not isinstance(value, Token):
+        return value
+    match value.type:
+        case "INT":
+            return int(value)
+        case "FLOAT":
+            return float(value)
+        case "INF":
+            return float("inf")
+        case "NAN":
+            return float("nan")
+        case "TRUE":
+            return True
+        case "FALSE":
+            return False
+    raise AssertionError(f"not a scalar token: {value!r}")
+
+
+@v_args(meta=True)
+class ProgramBuilder(TermBuilder):
+    """Builds a ModuleDecl from a .tcp parse tree."""
+
+    def module(self, meta: Any, children: list[Any]) -> ast.ModuleDecl:
+        return ast.ModuleDecl(tuple(children), self.source)
+
+    def func(self, meta: Any, children: list[Any]) -> ast.FuncDecl:
+        name = children[0]
+        params = tuple(c for c in children if isinstance(c, ast.ParamDecl))
+        results = next(c for c in children if isinstance(c, tuple))
+        body = tuple(c for c in children if isinstance(c, ast.Let))
+        ret_span, returns = children[-1]
+        return ast.FuncDecl(str(name), params, results, body, returns, self.sp(meta),
+                            span_of(self.source, name), ret_span)
+
+    def param(self, meta: Any, children: list[Any]) -> ast.ParamDecl:
+        return ast.ParamDecl(str(children[0]), children[1], self.sp(meta))
+
+    def results(self, meta: Any, children: list[Any]) -> tuple[ast.TypeExpr, ...]:
+        return tuple(children)
+
+    def stmt(self, meta: Any, children: list[Any]) -> ast.Let:
+        return ast.Let(str(children[0]), children[1], self.sp(meta))
+
+    def ret(self, meta: Any, children: list[Any]) -> tuple[Span, tuple[ast.Term, ...]]:
+        return self.sp(meta), tuple(children)
+
+
+def read_source(path: str | Path) -> Source:
+    """Read a source file, refusing what cannot be program or rule text."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise TcpError.at(f"cannot read {p}: {e.strerror or e}") from None
+    return source_from_bytes(str(p), data)
+
+
+def source_from_bytes(name: str, data: bytes) -> Source:
+    """Decode source text; binary or oversized input gets a diagnostic, not a crash."""
+    if len(data) > MAX_SOURCE_BYTES:
+        raise TcpError.at(f"{name}: file is larger than {MAX_SOURCE_BYTES} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        src = Source(name, data.decode("utf-8", errors="replace"))
+        raise TcpError.at("file is not UTF-8 text (binary data?)",
+                          Span.point(src, line, col)) from None
+    if "\x00" in text:
+        src = Source(name, text)
+        pos = text.index("\x00")
+        line = text.count("\n", 0, pos) + 1
+        col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+        raise TcpError.at("file contains a NUL byte (binary data?)", Span.point(src, line, col))
+    return Source(name, text)
+
+
+def run_parser(source: Source, grammar_name: str, start: str,
+               builder: Callable[[Source], Transformer[Token, Any]],
+               hints: Callable[[UnexpectedInput, Source], str | None]) -> Any:
+    """Parse ``source`` and build its AST; every failure becomes a TcpError."""
+    try:
+        tree = grammar(grammar_name, start).parse(source.text)
+    except UnexpectedInput as e:
+        raise syntax_error(e, source, grammar(grammar_name, start), hints) from None
+    try:
+        return builder(source).transform(tree)
+    except RecursionError:
+        raise TcpError.at("expression is nested too deeply to process",
+                          Span.point(source, 1, 1)) from None
+    except Exception as e:  # lark wraps errors raised in callbacks
+        inner = getattr(e, "orig_exc", None)
+        if isinstance(inner, TcpError):
+            raise inner from None
+        if isinstance(inner, RecursionError):
+            raise TcpError.at("expression is nested too deeply to process",
+                              Span.point(source, 1, 1)) from None
+        raise
+
+
+_FRIENDLY = {"NAME": "a name", "INT": "an integer", "FLOAT": "a number", "RULE_NAME": "a rule name",
+             "STRING": "a quoted file name", "$END": "end of file", "INF": "'inf'",
+             "NAN": "'nan'", "TRUE": "'true'", "FALSE": "'false'"}
+
+
+def describe_terminal(parser: Lark, name: str) -> str:
+    """A terminal as a user would write it: ')' rather than RPAR."""
+    if name in _FRIENDLY:
+        return _FRIENDLY[name]
+    try:
+        term = parser.get_terminal(name)
+    except KeyError:
+        return name.lower()
+    if term.pattern.type == "str":
+        return f"'{term.pattern.value}'"
+    return name.lower()
+
+
+def syntax_error(e: UnexpectedInput, source: Source, parser: Lark,
+                 hints: Callable[[UnexpectedInput, Source], str | None]) -> TcpError:
+    """A lark parse failure as a diagnostic: what was found, what was expected, and a hint."""
+    line, col = max(e.line, 1), max(e.column, 1)
+    if isinstance(e, UnexpectedCharacters):
+        found = f"character {source.text[e.pos_in_stream or 0]!r}"
+        expected: set[str] = set(e.allowed or ())
+    elif isinstance(e, UnexpectedToken):
+        tok = e.token
+        found = "end of file" if tok.type == "$END" else f"'{tok}'"
+        expected = set(e.expected)
+        if tok.type == "$END":
+            line, col = _end_position(source)
+    elif isinstance(e, UnexpectedEOF):
+        found = "end of file"
+        expected = set(e.expected)
+        line, col = _end_position(source)
+    else:
+        found, expected = "input", set()
+    wanted = sorted({describe_terminal(parser, t) for t in expected})
+    message = f"syntax error: unexpected {found}"
+    if wanted and len(wanted) <= 8:
+        message += f"; expected {_one_of(wanted)}"
+    width = len(str(e.token)) if isinstance(e, UnexpectedToken) and e.token.type != "$END" else 1
+    return TcpError.at(message, Span.point(source, line, col, max(width, 1)), hint=hints(e, source),
+                       stage="parse")
+
+
+def _one_of(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else "one of " + ", ".join(items)
+
+
+def _end_position(source: Source) -> tuple[int, int]:
+    lines = source.text.splitlines() or [""]
+    return len(lines), len(lines[-1]) + 1
+
+
+def expected_set(e: UnexpectedInput) -> set[str]:
+    return set(getattr(e, "expected", None) or getattr(e, "allowed", None) or ())
+
+
+def common_hint(e: UnexpectedInput, source: Source) -> str | None:
+    """Hints for mistakes both languages share."""
+    expected = expected_set(e)
+    tok = getattr(e, "token", None)
+    if isinstance(e, UnexpectedCharacters):
+        ch = source.text[e.pos_in_stream or 0]
+        if ch in "\"'":
+            return "strings are not part of terms; names and numbers are written bare"
+        if ch == ";":
+            return "statements end at the line break; no ';' needed"
+    if "RPAR" in expected and tok is not None and tok.type == "EQUAL":
+        return "attributes are written name=value after the operands"
+    return None
+
+
+def program_hint(e: UnexpectedInput, source: Source) -> str | None:
+    """Hints for common mistakes in .tcp programs."""
+    expected = expected_set(e)
+    tok = getattr(e, "token", None)
+    at_end = isinstance(e, UnexpectedEOF) or (tok is not None and tok.type == "$END")
+    if at_end and ("RBRACE" in expected or "RETURN" in expected or "NAME" in expected):
+        return "a func is not closed: its body ends with 'return VALUE' and '}'"
+    if tok is not None and tok.type == "RBRACE" and "RETURN" in expected:
+        return "every func body ends with 'return VALUE'"
+    if "LSQB" in expected and tok is not None and tok.type in ("COMMA", "RPAR", "LBRACE"):
+        return "tensor types are written dtype[dims], e.g. f32[N, 128] or f32[] for a scalar"
+    return common_hint(e, source)
+
+
+def parse_program(source: Source) -> ast.ModuleDecl:
+    """Parse .tcp program text into its AST."""
+    result: ast.ModuleDecl = run_parser(source, "tcp", "module", ProgramBuilder, program_hint)
+    return result

@@ -1,0 +1,83 @@
+"""Reductions and matrix multiplication."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from tcp_rules.ops.core import (
+    AttrKind,
+    Attrs,
+    AttrSpec,
+    CostFormula,
+    OpDef,
+    ShapeError,
+    identity_value,
+)
+from tcp_rules.ops.elementwise import check_dtypes
+from tcp_rules.ops.movement import check_axes
+from tcp_rules.types import NUMERIC, Dim, TensorType
+
+
+def _infer_reduce(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x, axes, keep = args[0], list(attrs["axes"]), attrs["keepdims"]
+    check_dtypes(args, NUMERIC)
+    check_axes(axes, x.rank)
+    dims = tuple(Dim.of(1) if i in axes else d for i, d in enumerate(x.dims)
+                 if keep or i not in axes)
+    return TensorType(x.dtype, dims)
+
+
+def _reduce(fn: Callable[..., np.ndarray], identity: float | None) -> Callable[
+        [Sequence[np.ndarray], Attrs, TensorType], np.ndarray]:
+    def run(a: Sequence[np.ndarray], attrs: Attrs, out: TensorType) -> np.ndarray:
+        x = a[0]
+        extra = {}
+        if identity is not None:  # max/min over an empty axis give the identity, not an error
+            extra["initial"] = identity_value(identity, out.dtype)
+        r = fn(x, axis=tuple(attrs["axes"]), keepdims=attrs["keepdims"], **extra)
+        return np.asarray(r, dtype=out.dtype.np_dtype).reshape(out.shape or ())
+    return run
+
+
+def _reduction(name: str, fn: Callable[..., np.ndarray], doc: str,
+               identity: float | None = None) -> OpDef:
+    return OpDef(name=name, doc=doc, operands=("x",),
+                 attrs=(AttrSpec("axes", AttrKind.INTS),
+                        AttrSpec("keepdims", AttrKind.BOOL, default=False)),
+                 infer=_infer_reduce, reference=_reduce(fn, identity),
+                 cost=CostFormula(1, per_input=True), category="reduce")
+
+
+def _infer_matmul(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    a, b = args
+    check_dtypes(args, NUMERIC)
+    if a.rank not in (2, 3) or b.rank != a.rank:
+        raise ShapeError(f"matmul takes two rank-2 or two rank-3 (batched) operands, got {a} "
+                         f"and {b}", operand=0 if a.rank not in (2, 3) else 1)
+    if a.dims[-1] != b.dims[-2]:
+        raise ShapeError(f"matmul inner dimensions differ: {a} @ {b} ({a.dims[-1]} vs "
+                         f"{b.dims[-2]})", operand=1)
+    if a.rank == 3 and a.dims[0] != b.dims[0]:
+        raise ShapeError(f"matmul batch dimensions differ: {a} @ {b}", operand=1)
+    return TensorType(a.dtype, a.dims[:-1] + b.dims[-1:])
+
+
+def _matmul_flops(args: Sequence[tuple[int, ...]], out: tuple[int, ...], attrs: Attrs) -> float:
+    return 2.0 * math.prod(out) * args[0][-1]
+
+
+LINALG_OPS: tuple[OpDef, ...] = (
+    _reduction("reduce_sum", lambda x, **kw: np.sum(x, dtype=x.dtype, **kw),
+               "sum over axes (pairwise for floats, wrapping for integers)"),
+    _reduction("reduce_prod", lambda x, **kw: np.prod(x, dtype=x.dtype, **kw),
+               "product over axes"),
+    _reduction("reduce_max", np.max, "maximum over axes (NaN if any is NaN)", float("-inf")),
+    _reduction("reduce_min", np.min, "minimum over axes (NaN if any is NaN)", float("inf")),
+    OpDef(name="matmul", doc="matrix product [M,K]@[K,N], or batched [B,M,K]@[B,K,N]",
+          operands=("a", "b"), attrs=(), infer=_infer_matmul,
+          reference=lambda a, attrs, out: np.matmul(a[0], a[1]).astype(out.dtype.np_dtype),
+          cost=CostFormula(2, custom=_matmul_flops), category="matmul"),
+)

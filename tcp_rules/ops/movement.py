@@ -1,0 +1,204 @@
+"""Constants and data movement: splat, dense, broadcast, transpose, reshape, slice, concat,
+gather."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from tcp_rules.ops.core import AttrKind, Attrs, AttrSpec, CostFormula, OpDef, ShapeError
+from tcp_rules.ops.elementwise import check_dtypes
+from tcp_rules.types import ALL_DTYPES, INTS, Dim, DType, TensorType, dims_product
+
+
+def check_scalar_fits(value: float | int | bool, dtype: DType, attr: str) -> None:
+    """A scalar literal must be representable in the dtype it is splatted to."""
+    if dtype.is_float:
+        return
+    if isinstance(value, float) and not value.is_integer():
+        raise ShapeError(f"literal {value} is not an integer but the context is {dtype}",
+                         attr=attr)
+    if dtype is DType.I1:
+        if value not in (0, 1):
+            raise ShapeError(f"literal {value} is not a boolean (use true, false, 0 or 1)",
+                             attr=attr)
+        return
+    info = np.iinfo(dtype.np_dtype)
+    if not info.min <= value <= info.max:
+        raise ShapeError(f"literal {value} does not fit in {dtype} "
+                         f"(range {info.min}..{info.max})", attr=attr)
+
+
+def _infer_splat(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    check_scalar_fits(attrs["value"], attrs["dtype"], "value")
+    return TensorType(attrs["dtype"], tuple(attrs["shape"]))
+
+
+def _infer_dense(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    arr = attrs["value"].array
+    for v in arr.ravel().tolist():
+        check_scalar_fits(v, attrs["dtype"], "value")
+    return TensorType.of(attrs["dtype"], arr.shape)
+
+
+def _check_perm(perm: Sequence[int], rank: int, attr: str) -> None:
+    if sorted(perm) != list(range(rank)):
+        raise ShapeError(f"{attr}={list(perm)} is not a permutation of 0..{rank - 1} "
+                         f"for a rank-{rank} operand", attr=attr)
+
+
+def check_axes(axes: Sequence[int], rank: int, attr: str = "axes") -> None:
+    """Axes are distinct and within 0..rank-1."""
+    bad = [a for a in axes if not 0 <= a < rank]
+    if bad:
+        raise ShapeError(f"{attr}={list(axes)}: axis {bad[0]} is out of range for a rank-{rank} "
+                         f"operand", attr=attr)
+    if len(set(axes)) != len(axes):
+        raise ShapeError(f"{attr}={list(axes)} repeats an axis", attr=attr)
+
+
+def _infer_broadcast(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x, shape, dims = args[0], tuple(attrs["shape"]), list(attrs["dims"])
+    if len(dims) != x.rank:
+        raise ShapeError(f"dims={dims} must map each of the operand's {x.rank} axes to a "
+                         f"result axis", attr="dims")
+    check_axes(dims, len(shape), "dims")
+    if dims != sorted(dims):
+        raise ShapeError(f"dims={dims} must be increasing (use transpose to reorder axes)",
+                         attr="dims")
+    one = Dim.of(1)
+    for i, d in enumerate(dims):
+        if x.dims[i] not in (shape[d], one):
+            raise ShapeError(f"operand axis {i} has size {x.dims[i]}, which cannot broadcast "
+                             f"to result axis {d} of size {shape[d]}", attr="dims")
+    return TensorType(x.dtype, shape)
+
+
+def _broadcast(a: Sequence[np.ndarray], attrs: Attrs, out: TensorType) -> np.ndarray:
+    out_shape = out.shape or ()
+    expanded = [1] * len(out_shape)
+    for i, d in enumerate(attrs["dims"]):
+        expanded[d] = a[0].shape[i]
+    return np.ascontiguousarray(np.broadcast_to(a[0].reshape(expanded), out_shape))
+
+
+def _infer_transpose(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x, perm = args[0], attrs["perm"]
+    _check_perm(perm, x.rank, "perm")
+    return TensorType(x.dtype, tuple(x.dims[p] for p in perm))
+
+
+def _infer_reshape(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x, shape = args[0], tuple(attrs["shape"])
+    before, after = dims_product(x.dims), dims_product(shape)
+    if before != after:
+        raise ShapeError(f"reshape changes the number of elements: {x} has {before}, "
+                         f"shape={_fmt(shape)} has {after}", attr="shape")
+    return TensorType(x.dtype, shape)
+
+
+def _fmt(dims: Sequence[Dim]) -> str:
+    return "[" + ", ".join(map(str, dims)) + "]"
+
+
+def _infer_slice(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x = args[0]
+    start, size, stride = list(attrs["start"]), tuple(attrs["size"]), list(attrs["stride"])
+    for name, val in (("start", start), ("size", size), ("stride", stride)):
+        if len(val) != x.rank:
+            raise ShapeError(f"{name} has {len(val)} entries for a rank-{x.rank} operand",
+                             attr=name)
+    for i in range(x.rank):
+        if stride[i] < 1:
+            raise ShapeError(f"stride[{i}] = {stride[i]} must be at least 1", attr="stride")
+        if start[i] < 0:
+            raise ShapeError(f"start[{i}] = {start[i]} must not be negative", attr="start")
+        n = size[i].const
+        if n is not None and n < 0:
+            raise ShapeError(f"size[{i}] = {n} must not be negative", attr="size")
+        if n == 0:
+            continue
+        # Last index read is start + (size - 1) * stride; it must be below the axis size.
+        slack = (x.dims[i] - (size[i] * stride[i]) + (stride[i] - 1 - start[i])).const
+        if slack is not None and slack < 0:
+            raise ShapeError(f"slice reads past the end of axis {i}: start {start[i]}, size "
+                             f"{size[i]}, stride {stride[i]} on an axis of size {x.dims[i]}",
+                             attr="size")
+    return TensorType(x.dtype, size)
+
+
+def _slice(a: Sequence[np.ndarray], attrs: Attrs, out: TensorType) -> np.ndarray:
+    index = tuple(slice(s, s + max(n - 1, 0) * st + (1 if n else 0), st)
+                  for s, n, st in zip(attrs["start"], out.shape or (), attrs["stride"],
+                                      strict=True))
+    return np.ascontiguousarray(a[0][index])
+
+
+def _infer_concat(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    axis, first = attrs["axis"], args[0]
+    check_dtypes(args, ALL_DTYPES)
+    check_axes([axis], first.rank, "axis")
+    total = Dim.of(0)
+    for i, a in enumerate(args):
+        if a.rank != first.rank:
+            raise ShapeError(f"concat operands must have one rank: {first} and {a}", operand=i)
+        for k in range(a.rank):
+            if k != axis and a.dims[k] != first.dims[k]:
+                raise ShapeError(f"concat operands differ off the concatenation axis {axis}: "
+                                 f"{first} and {a}", operand=i)
+        total = total + a.dims[axis]
+    dims = list(first.dims)
+    dims[axis] = total
+    return TensorType(first.dtype, tuple(dims))
+
+
+def _infer_gather(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    x, idx, axis = args[0], args[1], attrs["axis"]
+    check_axes([axis], x.rank, "axis")
+    if idx.dtype not in INTS:
+        raise ShapeError(f"gather indices must be i32 or i64, got {idx}", operand=1)
+    if x.dims[axis].const == 0 and dims_product(idx.dims).const != 0:
+        raise ShapeError(f"gather reads from axis {axis} of {x}, which is empty", operand=0)
+    return TensorType(x.dtype, x.dims[:axis] + idx.dims + x.dims[axis + 1:])
+
+
+MOVEMENT_OPS: tuple[OpDef, ...] = (
+    OpDef(name="splat", doc="a tensor filled with one scalar value", operands=(),
+          attrs=(AttrSpec("value", AttrKind.SCALAR), AttrSpec("shape", AttrKind.DIMS),
+                 AttrSpec("dtype", AttrKind.DTYPE)),
+          infer=_infer_splat, cost=CostFormula(0), category="constant",
+          reference=lambda a, attrs, out: np.full(out.shape or (), attrs["value"],
+                                                  dtype=out.dtype.np_dtype)),
+    OpDef(name="dense", doc="a constant tensor given element by element", operands=(),
+          attrs=(AttrSpec("value", AttrKind.DATA), AttrSpec("dtype", AttrKind.DTYPE)),
+          infer=_infer_dense, cost=CostFormula(0), category="constant",
+          reference=lambda a, attrs, out: attrs["value"].array.astype(out.dtype.np_dtype)),
+    OpDef(name="broadcast", doc="expand x to shape; dims[i] is the result axis of x's axis i",
+          operands=("x",),
+          attrs=(AttrSpec("shape", AttrKind.DIMS), AttrSpec("dims", AttrKind.INTS)),
+          infer=_infer_broadcast, reference=_broadcast,
+          cost=CostFormula(0, materializes=False), category="movement"),
+    OpDef(name="transpose", doc="permute axes: result axis i is operand axis perm[i]",
+          operands=("x",), attrs=(AttrSpec("perm", AttrKind.INTS),), infer=_infer_transpose,
+          reference=lambda a, attrs, out: np.ascontiguousarray(np.transpose(a[0],
+                                                                            attrs["perm"])),
+          cost=CostFormula(0, materializes=False), category="movement"),
+    OpDef(name="reshape", doc="the same elements in row-major order under a new shape",
+          operands=("x",), attrs=(AttrSpec("shape", AttrKind.DIMS),), infer=_infer_reshape,
+          reference=lambda a, attrs, out: a[0].reshape(out.shape or ()).copy(),
+          cost=CostFormula(0), category="movement"),
+    OpDef(name="slice", doc="elements start + k*stride, k < size, along every axis",
+          operands=("x",),
+          attrs=(AttrSpec("start", AttrKind.INTS), AttrSpec("size", AttrKind.DIMS),
+                 AttrSpec("stride", AttrKind.INTS)),
+          infer=_infer_slice, reference=_slice, cost=CostFormula(0), category="movement"),
+    OpDef(name="concat", doc="join operands along axis", operands=("xs",), variadic=True,
+          attrs=(AttrSpec("axis", AttrKind.INT),), infer=_infer_concat,
+          reference=lambda a, attrs, out: np.concatenate(list(a), axis=attrs["axis"]),
+          cost=CostFormula(0), category="movement"),
+    OpDef(name="gather", doc="take(x, indices, axis); indices clamp into range",
+          operands=("x", "indices"), attrs=(AttrSpec("axis", AttrKind.INT),),
+          infer=_infer_gather, cost=CostFormula(1), category="movement",
+          reference=lambda a, attrs, out: np.take(a[0], a[1], axis=attrs["axis"], mode="clip")),
+)

@@ -1,0 +1,80 @@
+"""The pipeline: one function of named stages; ``--emit STAGE`` prints a stage and stops there.
+
+    source ─parse─▶ ast ─typecheck─▶ program ─run─▶ results
+
+Later stages (rules, egglog, report, kernels, llvm) join this list as they are built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tcp_rules.diagnostics import Source, TcpError
+from tcp_rules.elaborate import elaborate
+from tcp_rules.grammar.ast import format_ast
+from tcp_rules.grammar.parser import parse_program, read_source
+from tcp_rules.interpret import evaluate
+from tcp_rules.ir import Func, Module
+from tcp_rules.printer import print_module
+
+PROGRAM_STAGES = ("ast", "program")
+
+
+class EmitStop(Exception):
+    """Raised after printing the requested stage: the pipeline stops there."""
+
+
+@dataclass
+class Emitter:
+    """Prints the stage the user asked for with ``--emit`` and stops the pipeline after it."""
+
+    stage: str | None = None
+    write: Callable[[str], None] = print
+    printed: list[str] = field(default_factory=list)
+
+    def __call__(self, stage: str, render: Callable[[], str]) -> None:
+        if stage == self.stage:
+            text = render()
+            self.printed.append(text)
+            self.write(text.rstrip("\n"))
+            raise EmitStop(stage)
+
+
+def load_module(source: Source, emit: Emitter | None = None) -> Module:
+    """Parse and type-check a program, emitting the ``ast`` and ``program`` stages."""
+    emit = emit or Emitter()
+    tree = parse_program(source)
+    emit("ast", lambda: format_ast(tree))
+    module = elaborate(tree)
+    emit("program", lambda: print_module(module))
+    return module
+
+
+def load_module_file(path: str | Path, emit: Emitter | None = None) -> Module:
+    return load_module(read_source(path), emit)
+
+
+def select_func(module: Module, name: str | None) -> Func:
+    """The func to run: the one named, or the only one."""
+    if name is None:
+        if len(module.funcs) > 1:
+            names = ", ".join(f.name for f in module.funcs)
+            raise TcpError.at(f"the program has several funcs ({names}); choose one with --func")
+        return module.funcs[0]
+    try:
+        return module.func(name)
+    except KeyError:
+        names = ", ".join(f.name for f in module.funcs)
+        raise TcpError.at(f"no func named '{name}' (funcs: {names})") from None
+
+
+def run_func(func: Func, inputs: Sequence[np.ndarray], engine: str = "reference",
+             emit: Emitter | None = None) -> tuple[np.ndarray, ...]:
+    """Run a typed func on input arrays with the chosen engine."""
+    if engine != "reference":
+        raise TcpError.at(f"engine '{engine}' is not available yet (available: reference)")
+    return evaluate(func, inputs)
