@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -25,6 +26,8 @@ from tcp_rules.pipeline import (
 )
 from tcp_rules.printer import format_type
 from tcp_rules.resources import example_paths
+from tcp_rules.rules.library import RuleLibrary, load_rules
+from tcp_rules.rules.printer import format_guards, format_rules
 
 
 def _sizes(items: Sequence[str]) -> dict[str, int]:
@@ -50,11 +53,47 @@ def _expand(paths: Sequence[str]) -> list[Path]:
     return files
 
 
+def _rule_json(lib: RuleLibrary) -> str:
+    rows = []
+    for r in lib.rules:
+        cov = lib.coverage.get(r.name)
+        rows.append({"name": r.name, "ruleset": r.ruleset, "class": r.soundness.kind,
+                     "precondition": format_guards(r.soundness.precondition, " and ") or None,
+                     "two_way": r.two_way, "location": r.where, "doc": r.doc or None,
+                     "examples": len(r.examples),
+                     "type_instances": list(cov.instances) if cov else None})
+    return json.dumps({"files": [str(f) for f in lib.files], "rules": rows}, indent=2)
+
+
+def check_rule_files(args: argparse.Namespace, paths: list[Path]) -> bool:
+    """Check rule files together (imports and duplicate names span files); True if clean."""
+    try:
+        lib = load_rules(paths)
+    except TcpError as e:
+        print(e.render(), file=sys.stderr)
+        return False
+    if args.emit == "rules":
+        print(format_rules(lib.rules), end="")
+    elif args.json:
+        print(_rule_json(lib))
+    elif not args.quiet:
+        for f in lib.files:
+            rules = [r for r in lib.rules if r.where.startswith(f"{f}:")]
+            classes = Counter(r.soundness.kind for r in rules)
+            summary = ", ".join(f"{n} {k}" for k, n in sorted(classes.items()))
+            print(f"{f}: ok ({len(rules)} rules{': ' + summary if summary else ''})")
+    return True
+
+
 def cmd_check(args: argparse.Namespace) -> int:
-    failed = False
-    for path in _expand(args.files):
+    files = _expand(args.files)
+    rule_files = [p for p in files if p.suffix == ".tcpr"]
+    failed = bool(rule_files) and not check_rule_files(args, rule_files)
+    for path in files:
         if path.suffix == ".tcpr":
-            raise TcpError.at(f"{path}: rule files are not supported yet")
+            continue
+        if args.emit == "rules" or args.json:
+            raise TcpError.at(f"{path}: --emit rules and --json apply to rule files (.tcpr)")
         try:
             module = load_module_file(path, Emitter(args.emit))
         except TcpError as e:
@@ -149,9 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
         "fast kernels for TCP programs")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("check", help="parse and type-check programs")
-    p.add_argument("files", nargs="+", help=".tcp files or directories")
-    p.add_argument("--emit", choices=PROGRAM_STAGES, help="print this stage")
+    p = sub.add_parser("check", help="parse and check programs and rule files")
+    p.add_argument("files", nargs="+", help=".tcp and .tcpr files, or directories")
+    p.add_argument("--emit", choices=(*PROGRAM_STAGES, "rules"), help="print this stage")
+    p.add_argument("--json", action="store_true", help="list the rules and their classes")
     p.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     p.set_defaults(fn=cmd_check)
 

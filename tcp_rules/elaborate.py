@@ -7,7 +7,7 @@ its users do not report follow-on errors.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tcp_rules.build import Literal, Operand, make_apply
@@ -128,89 +128,21 @@ def parse_type(text: str) -> TensorType:
         raise TcpError.at(e.message, e.span) from None
 
 
+# Words the term grammar reads as literals: a let or parameter of this name could never be used.
+RESERVED = frozenset({"inf", "nan", "true", "false"})
+SPLAT_HINT = "write splat(value=..., shape=[...], dtype=...)"
+
+
 class _Poison(Exception):
     """A term depends on a value that already failed; its error was reported there."""
 
 
-class FuncElaborator:
-    """Types one func, reporting into a shared diagnostic bag."""
+class TermElaborator:
+    """Types terms over an environment of named values, reporting into a diagnostic bag."""
 
-    def __init__(self, decl: ast.FuncDecl, bag: DiagnosticBag):
-        self.decl, self.bag = decl, bag
-        self.env: dict[str, Value | None] = {}  # None: defined, but its value failed to type
-        self.defined_at: dict[str, Span] = {}
-
-    def define(self, name: str, value: Value | None, span: Span) -> None:
-        if name in self.env:
-            self.bag.error(f"'{name}' is already defined", span,
-                           notes=[("first defined here", self.defined_at[name])])
-            return
-        self.env[name], self.defined_at[name] = value, span
-
-    def run(self) -> Func | None:
-        d = self.decl
-        params: list[Param] = []
-        for p in d.params:
-            try:
-                t = eval_type(p.type)
-            except AttrError as e:
-                self.bag.error(e.message, e.span)
-                self.define(p.name, None, p.span)
-                continue
-            param = Param(t, param=p.name, index=len(params), span=p.span, name=p.name)
-            params.append(param)
-            self.define(p.name, param, p.span)
-        for let in d.body:
-            self.define(let.name, self.bind(let), let.span)
-        return self.finish(params)
-
-    def bind(self, let: ast.Let) -> Value | None:
-        try:
-            value = self.term(let.value, name=let.name)
-        except _Poison:
-            return None
-        if isinstance(value, Literal):
-            self.bag.error(f"cannot tell the type of literal bound to '{let.name}'",
-                           let.value.span, hint="write splat(value=..., shape=[...], dtype=...)")
-            return None
-        return value
-
-    def finish(self, params: list[Param]) -> Func | None:
-        d = self.decl
-        try:
-            expected = [eval_type(t) for t in d.results]
-        except AttrError as e:
-            self.bag.error(e.message, e.span)
-            return None
-        if len(d.returns) != len(expected):
-            self.bag.error(f"func {d.name} declares {len(expected)} result(s) but returns "
-                           f"{len(d.returns)}", d.return_span)
-            return None
-        results: list[Value] = []
-        for term, want in zip(d.returns, expected, strict=True):
-            try:
-                operand = self.term(term, expected=want)
-            except _Poison:
-                continue
-            v = (self.apply_literal(operand, want, term.span) if isinstance(operand, Literal)
-                 else operand)
-            if v is None:
-                continue
-            if v.type != want:
-                self.bag.error(f"return type mismatch: the value has type {v.type} but func "
-                               f"{d.name} declares {want}", term.span)
-            results.append(v)
-        if len(results) != len(expected) or len(params) != len(d.params):
-            return None
-        return Func(d.name, tuple(params), tuple(results), tuple(expected), d.span)
-
-    def apply_literal(self, lit: Literal, want: TensorType, span: Span) -> Value | None:
-        try:
-            return make_apply(OPS["splat"], (), {"value": lit.value, "shape": want.dims,
-                                                 "dtype": want.dtype}, span=span)
-        except ShapeError as e:
-            self.bag.error(e.message, span)
-            return None
+    def __init__(self, bag: DiagnosticBag, env: Mapping[str, Value | None] | None = None):
+        self.bag = bag
+        self.env: dict[str, Value | None] = dict(env or {})  # None: defined but failed to type
 
     def term(self, t: ast.Term, name: str | None = None,
              expected: TensorType | None = None) -> Operand:
@@ -272,9 +204,95 @@ class FuncElaborator:
             elif e.attr is not None and e.attr in kw_spans:
                 span = kw_spans[e.attr]
             msg = e.message if e.message.startswith(op.name) else f"{op.name}: {e.message}"
-            self.bag.error(msg, span)
+            hint = SPLAT_HINT if e.message.startswith("cannot tell the type of literal") else None
+            self.bag.error(msg, span, hint=hint)
             raise _Poison from None
 
+
+class FuncElaborator(TermElaborator):
+    """Types one func, reporting into a shared diagnostic bag."""
+
+    def __init__(self, decl: ast.FuncDecl, bag: DiagnosticBag):
+        super().__init__(bag)
+        self.decl = decl
+        self.defined_at: dict[str, Span] = {}
+
+    def define(self, name: str, value: Value | None, span: Span) -> None:
+        if name in RESERVED:
+            self.bag.error(f"'{name}' cannot name a value: it always means the literal {name}",
+                           span, hint=f"rename it, e.g. '{name}_'")
+            self.env.setdefault(name, None)
+            return
+        if name in self.env:
+            self.bag.error(f"'{name}' is already defined", span,
+                           notes=[("first defined here", self.defined_at[name])])
+            return
+        self.env[name], self.defined_at[name] = value, span
+
+    def run(self) -> Func | None:
+        d = self.decl
+        params: list[Param] = []
+        for p in d.params:
+            try:
+                t = eval_type(p.type)
+            except AttrError as e:
+                self.bag.error(e.message, e.span)
+                self.define(p.name, None, p.span)
+                continue
+            param = Param(t, param=p.name, index=len(params), span=p.span, name=p.name)
+            params.append(param)
+            self.define(p.name, param, p.span)
+        for let in d.body:
+            self.define(let.name, self.bind(let), let.span)
+        return self.finish(params)
+
+    def bind(self, let: ast.Let) -> Value | None:
+        try:
+            value = self.term(let.value, name=let.name)
+        except _Poison:
+            return None
+        if isinstance(value, Literal):
+            self.bag.error(f"cannot tell the type of literal bound to '{let.name}'",
+                           let.value.span, hint=SPLAT_HINT)
+            return None
+        return value
+
+    def finish(self, params: list[Param]) -> Func | None:
+        d = self.decl
+        try:
+            expected = [eval_type(t) for t in d.results]
+        except AttrError as e:
+            self.bag.error(e.message, e.span)
+            return None
+        if len(d.returns) != len(expected):
+            self.bag.error(f"func {d.name} declares {len(expected)} result(s) but returns "
+                           f"{len(d.returns)}", d.return_span)
+            return None
+        results: list[Value] = []
+        for term, want in zip(d.returns, expected, strict=True):
+            try:
+                operand = self.term(term, expected=want)
+            except _Poison:
+                continue
+            v = (self.apply_literal(operand, want, term.span) if isinstance(operand, Literal)
+                 else operand)
+            if v is None:
+                continue
+            if v.type != want:
+                self.bag.error(f"return type mismatch: the value has type {v.type} but func "
+                               f"{d.name} declares {want}", term.span)
+            results.append(v)
+        if len(results) != len(expected) or len(params) != len(d.params):
+            return None
+        return Func(d.name, tuple(params), tuple(results), tuple(expected), d.span)
+
+    def apply_literal(self, lit: Literal, want: TensorType, span: Span) -> Value | None:
+        try:
+            return make_apply(OPS["splat"], (), {"value": lit.value, "shape": want.dims,
+                                                 "dtype": want.dtype}, span=span)
+        except ShapeError as e:
+            self.bag.error(e.message, span)
+            return None
 
 def elaborate(decl: ast.ModuleDecl) -> Module:
     """Type-check a parsed module; raises TcpError listing every error found."""
@@ -296,9 +314,31 @@ def elaborate(decl: ast.ModuleDecl) -> Module:
     return Module(tuple(funcs))
 
 
+def elaborate_term(term: ast.Term, env: Mapping[str, Value], bag: DiagnosticBag,
+                   expected: TensorType | None = None) -> Value | None:
+    """Type one term over named values (rule examples); errors go into ``bag``."""
+    elab = TermElaborator(bag, env)
+    try:
+        v = elab.term(term, expected=expected)
+    except _Poison:
+        return None
+    if isinstance(v, Literal):
+        if expected is None:
+            bag.error(f"cannot tell the type of literal {v.value}", term.span)
+            return None
+        try:
+            return make_apply(OPS["splat"], (), {"value": v.value, "shape": expected.dims,
+                                                 "dtype": expected.dtype}, span=term.span)
+        except ShapeError as e:
+            bag.error(e.message, term.span)
+            return None
+    return v
+
+
 def load_program(source: Source) -> Module:
     """Parse and type-check program text."""
     return elaborate(parse_program(source))
 
 
-__all__ = ["elaborate", "eval_attr", "eval_type", "grammar", "load_program", "parse_type"]
+__all__ = ["elaborate", "elaborate_term", "eval_attr", "eval_type", "grammar", "load_program",
+           "parse_type"]

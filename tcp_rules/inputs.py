@@ -19,16 +19,28 @@ from tcp_rules.types import TensorType
 def load_inputs(path: str | Path, func: Func) -> list[np.ndarray]:
     """The arrays of an .npz file, one per parameter of ``func`` by name; never unpickles."""
     try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
+        loaded = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise TcpError.at(f"cannot read inputs: {path} does not exist") from None
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+    except ValueError:  # neither .npy nor .npz: numpy would only try to unpickle it
+        raise TcpError.at(f"cannot read inputs: {path} is not an .npz file (expected one "
+                          f"written by numpy.savez)") from None
+    except (OSError, zipfile.BadZipFile, EOFError) as e:
         raise TcpError.at(f"cannot read inputs from {path}: {e} (expected an .npz file "
                           f"written by numpy.savez)") from None
-    if not isinstance(arrays, dict):
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
         raise TcpError.at(f"{path} holds a single array; expected an .npz with one array "
                           f"per parameter")
+    arrays: dict[str, np.ndarray] = {}
+    with loaded as data:
+        for k in data.files:
+            try:
+                arrays[k] = data[k]
+            except ValueError:
+                raise TcpError.at(f"{path}: array '{k}' holds Python objects (pickled data), "
+                                  f"which are never loaded; save numeric arrays") from None
+            except (OSError, zipfile.BadZipFile, EOFError) as e:
+                raise TcpError.at(f"cannot read array '{k}' from {path}: {e}") from None
     names = [p.param for p in func.params]
     missing = [n for n in names if n not in arrays]
     if missing:
@@ -44,13 +56,18 @@ def load_inputs(path: str | Path, func: Func) -> list[np.ndarray]:
 def save_results(path: str | Path, results: Sequence[np.ndarray]) -> None:
     """Write results as result0, result1, ... into an .npz, atomically (never half-written)."""
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=".tcpr-", suffix=".npz", dir=target.parent or ".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".tcpr-", suffix=".npz", dir=target.parent or ".")
+    except OSError as e:
+        raise TcpError.at(f"cannot write {path}: {e.strerror or e}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **{f"result{i}": r for i, r in enumerate(results)})  # type: ignore[arg-type]
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise TcpError.at(f"cannot write {path}: {e.strerror or e}") from None
         raise
 
 

@@ -53,8 +53,9 @@ def bind_symbols(func: Func, arrays: Sequence[np.ndarray]) -> dict[str, int]:
     for p, a in zip(func.params, arrays, strict=True):
         concrete = concretize(p.type, env, p.span)
         if concrete.shape != a.shape:
+            here = f", which is {concrete} here" if p.type.symbols else ""
             raise _err(f"input '{p.param}' has shape {list(a.shape)} but the parameter is "
-                       f"{p.type}, which is {concrete} here", p.span)
+                       f"{p.type}{here}", p.span)
     return env
 
 
@@ -94,7 +95,11 @@ def evaluate(func: Func, arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]
             out_t = v.op.infer([TensorType.of(o.type.dtype, a.shape)
                                 for a, o in zip(args, v.operands, strict=True)], attrs)
         except ShapeError as e:
-            raise _err(f"{v.op.name}: {e.message} (with {_bindings(env)})", v.span) from None
+            msg = e.message if e.message.startswith(v.op.name) else f"{v.op.name}: {e.message}"
+            raise _err(f"{msg} (with {_bindings(env)})", v.span) from None
+        if any(n < 0 for n in out_t.shape or ()):
+            raise _err(f"{v.op.name}: result type {out_t} has a negative dim (with "
+                       f"{_bindings(env)})", v.span)
         with np.errstate(all="ignore"):
             out = v.op.reference(args, attrs, out_t)
         vals[id(v)] = _checked(v, out, out_t)

@@ -115,7 +115,7 @@ def use_counts(roots: Iterable[Value]) -> dict[int, int]:
     return counts
 
 
-def _attr_equal(a: Any, b: Any) -> bool:
+def attr_equal(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) ==
                                                      math.copysign(1, b))
@@ -142,7 +142,7 @@ def same_value(a: Value, b: Value, memo: dict[tuple[int, int], bool] | None = No
         if x.op.name != y.op.name or len(x.operands) != len(y.operands):
             return False
         if len(x.attrs) != len(y.attrs) or not all(
-                ka == kb and _attr_equal(va, vb)
+                ka == kb and attr_equal(va, vb)
                 for (ka, va), (kb, vb) in zip(x.attrs, y.attrs, strict=True)):
             return False
         stack.extend(zip(x.operands, y.operands, strict=True))

@@ -7,11 +7,32 @@ bare literal where the context types it (``max(x, 0.0)``), otherwise as ``splat(
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from tcp_rules.build import format_scalar
+from tcp_rules.build import Scalar
+from tcp_rules.build import format_scalar as _format_scalar
 from tcp_rules.ir import Apply, Func, Module, Param, Value, iter_attrs, topo_order, use_counts
-from tcp_rules.types import DenseData, Dim, DType, TensorType, format_dims
+from tcp_rules.types import DenseData, Dim, DType, TensorType
+
+
+def format_dim(d: Dim) -> str:
+    """A dim as written in source. ``str(Dim)`` may lead with a negative term (``-1*N + 4``),
+    which the grammar does not accept as a dim, so positive terms come first: ``4 - N``."""
+    text = str(d)
+    if not text.startswith("-"):
+        return text
+    positive = Dim(tuple((m, c) for m, c in d.terms if c > 0))
+    negated = [Dim(((m, -c),)) for m, c in d.terms if c < 0]
+    return str(positive) + "".join(f" - {t}" for t in negated)
+
+
+def format_scalar(v: Scalar) -> str:
+    """A scalar as written in source; a NaN with its sign bit set prints as -nan, which parses
+    back to one (dense data compares bit for bit)."""
+    if isinstance(v, float) and math.isnan(v) and math.copysign(1.0, v) < 0:
+        return "-nan"
+    return _format_scalar(v)
 
 
 def format_attr(value: Any) -> str:
@@ -20,7 +41,9 @@ def format_attr(value: Any) -> str:
         return _nested(value.array.tolist())
     if isinstance(value, tuple):
         return "[" + ", ".join(format_attr(v) for v in value) + "]"
-    if isinstance(value, DType | Dim):
+    if isinstance(value, Dim):
+        return format_dim(value)
+    if isinstance(value, DType):
         return str(value)
     return format_scalar(value)
 
@@ -30,7 +53,7 @@ def _nested(v: Any) -> str:
 
 
 def format_type(t: TensorType) -> str:
-    return f"{t.dtype}{format_dims(t.dims)}"
+    return f"{t.dtype}[{', '.join(format_dim(d) for d in t.dims)}]"
 
 
 def _is_splat(v: Value) -> bool:
@@ -97,6 +120,12 @@ class FuncPrinter:
         rets = ", ".join(self.ref(r, True) for r in f.results)  # typed by the result type
         return "\n".join([f"func {f.name}({params}) -> {results} {{", *lines,
                           f"  return {rets}", "}"])
+
+
+def format_value(v: Value) -> str:
+    """One value as a nested term over its parameters' names."""
+    params = tuple(x for x in topo_order([v]) if isinstance(x, Param))
+    return FuncPrinter(Func("_", params, (v,), (v.type,))).ref(v, True)
 
 
 def print_func(func: Func) -> str:

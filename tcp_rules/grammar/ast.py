@@ -158,3 +158,62 @@ def format_ast(node: object, indent: int = 0) -> str:
 def _nested(value: object) -> bool:
     return dataclasses.is_dataclass(value) or (
         isinstance(value, tuple) and any(dataclasses.is_dataclass(v) for v in value))
+
+
+# Rule files -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GuardDecl:
+    """``lhs CMP rhs``, or a predicate call alone (``is_float(x)``) when ``op`` is None."""
+
+    lhs: AExpr
+    op: str | None
+    rhs: AExpr | None
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ClassDecl:
+    kind: str  # exact | approx | assumes
+    condition: tuple[GuardDecl, ...]
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ExampleDecl:
+    params: tuple[ParamDecl, ...]
+    before: Term
+    after: Term
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class RuleDecl:
+    name: str
+    cls: ClassDecl | None
+    lhs: Term
+    two_way: bool
+    rhs: Term
+    guards: tuple[GuardDecl, ...]
+    examples: tuple[ExampleDecl, ...]
+    doc: str
+    span: Span = field(compare=False, repr=False)
+    name_span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ImportDecl:
+    path: str
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class RulesetDecl:
+    name: str
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class RuleFileDecl:
+    items: tuple[RuleDecl | ImportDecl | RulesetDecl, ...]
+    source: Source = field(compare=False, repr=False)

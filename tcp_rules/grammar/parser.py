@@ -280,6 +280,96 @@ def program_hint(e: UnexpectedInput, source: Source) -> str | None:
     return common_hint(e, source)
 
 
+def doc_comment(source: Source, line: int) -> str:
+    """The comment lines directly above ``line`` (no blank line between), without '#'."""
+    lines = source.text.splitlines()
+    doc: list[str] = []
+    i = line - 2
+    while i >= 0 and lines[i].lstrip().startswith("#"):
+        doc.insert(0, lines[i].lstrip()[1:].strip())
+        i -= 1
+    return "\n".join(doc)
+
+
+@v_args(meta=True)
+class RuleFileBuilder(TermBuilder):
+    """Builds a RuleFileDecl from a .tcpr parse tree."""
+
+    def rule_file(self, meta: Any, children: list[Any]) -> ast.RuleFileDecl:
+        return ast.RuleFileDecl(tuple(children), self.source)
+
+    def ruleset_decl(self, meta: Any, children: list[Any]) -> ast.RulesetDecl:
+        return ast.RulesetDecl(str(children[0]), self.sp(meta))
+
+    def import_decl(self, meta: Any, children: list[Any]) -> ast.ImportDecl:
+        return ast.ImportDecl(str(children[0])[1:-1], self.sp(meta))
+
+    def rule(self, meta: Any, children: list[Any]) -> ast.RuleDecl:
+        name, rest = children[0], children[1:]
+        cls = rest.pop(0) if isinstance(rest[0], ast.ClassDecl) else None
+        lhs, arrow, rhs = rest[:3]
+        guards: tuple[ast.GuardDecl, ...] = ()
+        examples = []
+        for item in rest[3:]:
+            if isinstance(item, ast.ExampleDecl):
+                examples.append(item)
+            else:
+                guards = item
+        return ast.RuleDecl(str(name), cls, lhs, arrow == "<=>", rhs, guards, tuple(examples),
+                            doc_comment(self.source, meta.line), self.sp(meta),
+                            span_of(self.source, name))
+
+    def arrow(self, meta: Any, children: list[Any]) -> str:
+        return str(children[0])
+
+    def rule_class(self, meta: Any, children: list[Any]) -> ast.ClassDecl:
+        cond = children[1] if len(children) > 1 else ()
+        return ast.ClassDecl(str(children[0]), cond, self.sp(meta))
+
+    def guards(self, meta: Any, children: list[Any]) -> tuple[ast.GuardDecl, ...]:
+        return children[0]
+
+    def condition(self, meta: Any, children: list[Any]) -> tuple[ast.GuardDecl, ...]:
+        return tuple(c for c in children if isinstance(c, ast.GuardDecl))
+
+    def guard(self, meta: Any, children: list[Any]) -> ast.GuardDecl:
+        if len(children) == 3:
+            return ast.GuardDecl(children[0], str(children[1]), children[2], self.sp(meta))
+        return ast.GuardDecl(children[0], None, None, self.sp(meta))
+
+    def example(self, meta: Any, children: list[Any]) -> ast.ExampleDecl:
+        params = tuple(c for c in children if isinstance(c, ast.ParamDecl))
+        before, after = children[len(params):]
+        return ast.ExampleDecl(params, before, after, self.sp(meta))
+
+    def example_param(self, meta: Any, children: list[Any]) -> ast.ParamDecl:
+        return ast.ParamDecl(str(children[0]), children[1], self.sp(meta))
+
+
+def rule_hint(e: UnexpectedInput, source: Source) -> str | None:
+    """Hints for common mistakes in .tcpr rule files."""
+    expected = expected_set(e)
+    tok = getattr(e, "token", None)
+    if tok is not None and tok.type == "COLON" and "RULE_NAME" in expected:
+        return "every rule has a name: rule NAME: LEFT => RIGHT"
+    if {"ONE_WAY", "TWO_WAY"} & expected and tok is not None:
+        if str(tok) in ("->", "=", "==>", "-"):
+            return "rules rewrite with => (one way) or <=> (both ways)"
+        return "a rule is written LEFT => RIGHT (or LEFT <=> RIGHT for both directions)"
+    if "COLON" in expected and "EXACT" in expected:
+        return "a rule's name (and optional class) ends with ':': rule NAME [CLASS]: LEFT => RIGHT"
+    if isinstance(e, UnexpectedCharacters) and source.text[e.pos_in_stream or 0] == "&":
+        return "join guards with 'and' or ','"
+    return common_hint(e, source)
+
+
+def parse_rule_file(source: Source) -> ast.RuleFileDecl:
+    """Parse .tcpr rule text into its AST."""
+    result: ast.RuleFileDecl = run_parser(source, "tcpr", "rule_file", RuleFileBuilder,
+                                          rule_hint)
+    return result
+
+
 def parse_program(source: Source) -> ast.ModuleDecl:
     """Parse .tcp program text into its AST."""
     result: ast.ModuleDecl = run_parser(source, "tcp", "module", ProgramBuilder, program_hint)

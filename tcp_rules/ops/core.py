@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from tcp_rules.types import DType, TensorType
+from tcp_rules.types import Dim, DType, TensorType
 
 
 class AttrKind(enum.Enum):
@@ -67,6 +67,14 @@ class Traits:
 Attrs = Mapping[str, Any]
 InferFn = Callable[[Sequence[TensorType], Attrs], TensorType]
 ReferenceFn = Callable[[Sequence[np.ndarray], Attrs, TensorType], np.ndarray]
+# Representative valid attribute values for given operand types; ``fresh`` makes a new symbolic
+# dim. Rule checking and the verifier enumerate instances from it.
+AttrSpaceFn = Callable[[Sequence[TensorType], Callable[[], Dim]], Iterable[dict[str, Any]]]
+
+
+def no_attrs(args: Sequence[TensorType], fresh: Callable[[], Dim]) -> Iterable[dict[str, Any]]:
+    """The attribute space of an op without attributes: one empty assignment."""
+    return ({},)
 
 
 @dataclass(frozen=True)
@@ -125,6 +133,7 @@ class OpDef:
     # Operand positions whose dtype is fixed instead of shared with the others (select's i1
     # condition); a scalar literal written there is typed accordingly.
     fixed_dtypes: tuple[tuple[int, DType], ...] = ()
+    attr_space: AttrSpaceFn = field(default=no_attrs, repr=False)
 
     def attr(self, name: str) -> AttrSpec | None:
         return next((a for a in self.attrs if a.name == name), None)

@@ -127,6 +127,9 @@ def _infer_clamp(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
         v = attrs.get(key)
         if v is not None and dt.is_int and not float(v).is_integer():
             raise ShapeError(f"clamp {key}={v} is not an integer but x is {args[0]}", attr=key)
+        if v is not None and dt.is_int and not (
+                np.iinfo(dt.np_dtype).min <= v <= np.iinfo(dt.np_dtype).max):
+            raise ShapeError(f"clamp {key}={v} does not fit in {dt}", attr=key)
     return args[0]
 
 
@@ -176,6 +179,7 @@ ELEMENTWISE_OPS: tuple[OpDef, ...] = (
            traits=IDEMPOTENT),
     _unary("round_even", np.rint, "round to nearest, ties to even", 1, traits=IDEMPOTENT),
     OpDef(name="clamp", doc="min(max(x, min), max) with either bound optional",
+          attr_space=lambda args, fresh: ({"min": 0}, {"max": 0}, {"min": -1, "max": 1}),
           operands=("x",),
           attrs=(AttrSpec("min", AttrKind.SCALAR, optional=True),
                  AttrSpec("max", AttrKind.SCALAR, optional=True)),
@@ -213,5 +217,6 @@ ELEMENTWISE_OPS: tuple[OpDef, ...] = (
     OpDef(name="cast", doc="element type conversion (float->int truncates and saturates)",
           operands=("x",), attrs=(AttrSpec("to", AttrKind.DTYPE),), infer=_infer_cast,
           reference=lambda a, attrs, out: cast_array(a[0], attrs["to"]),
+          attr_space=lambda args, fresh: ({"to": d} for d in DType),
           cost=CostFormula(1), traits=EW, category="cast"),
 )

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -42,12 +44,20 @@ def _reduce(fn: Callable[..., np.ndarray], identity: float | None) -> Callable[
     return run
 
 
+def _reduce_space(args: Sequence[TensorType], fresh: Callable[[], Dim]) -> Iterable[dict[str, Any]]:
+    rank = args[0].rank
+    for n in range(rank + 1):
+        for axes in itertools.combinations(range(rank), n):
+            for keep in (False, True):
+                yield {"axes": axes, "keepdims": keep}
+
+
 def _reduction(name: str, fn: Callable[..., np.ndarray], doc: str,
                identity: float | None = None) -> OpDef:
     return OpDef(name=name, doc=doc, operands=("x",),
                  attrs=(AttrSpec("axes", AttrKind.INTS),
                         AttrSpec("keepdims", AttrKind.BOOL, default=False)),
-                 infer=_infer_reduce, reference=_reduce(fn, identity),
+                 infer=_infer_reduce, reference=_reduce(fn, identity), attr_space=_reduce_space,
                  cost=CostFormula(1, per_input=True), category="reduce")
 
 

@@ -3,13 +3,15 @@ gather."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from tcp_rules.ops.core import AttrKind, Attrs, AttrSpec, CostFormula, OpDef, ShapeError
 from tcp_rules.ops.elementwise import check_dtypes
-from tcp_rules.types import ALL_DTYPES, INTS, Dim, DType, TensorType, dims_product
+from tcp_rules.types import ALL_DTYPES, INTS, DenseData, Dim, DType, TensorType, dims_product
 
 
 def check_scalar_fits(value: float | int | bool, dtype: DType, attr: str) -> None:
@@ -163,41 +165,114 @@ def _infer_gather(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
     return TensorType(x.dtype, x.dims[:axis] + idx.dims + x.dims[axis + 1:])
 
 
+# Attribute spaces: representative valid attributes for given operand types -------------------
+
+Fresh = Callable[[], Dim]
+Space = Iterable[dict[str, Any]]
+
+
+def _splat_space(args: Sequence[TensorType], fresh: Fresh) -> Space:
+    for dtype in DType:
+        yield {"value": 0, "shape": (), "dtype": dtype}
+        yield {"value": 1, "shape": (fresh(), fresh()), "dtype": dtype}
+
+
+def _dense_space(args: Sequence[TensorType], fresh: Fresh) -> Space:
+    for dtype in DType:
+        yield {"value": DenseData(np.array([[1, 0], [0, 1]])), "dtype": dtype}
+
+
+def _broadcast_space(args: Sequence[TensorType], fresh: Fresh) -> Space:
+    x = args[0]
+    for extra in (0, 1):
+        rank = x.rank + extra
+        for dims in itertools.combinations(range(rank), x.rank):
+            shape = [fresh() for _ in range(rank)]
+            for i, d in enumerate(dims):
+                shape[d] = x.dims[i]
+            yield {"shape": tuple(shape), "dims": dims}
+            expand = [i for i, d in enumerate(x.dims) if d == Dim.of(1)]
+            if expand:  # size-1 axes grow to new sizes
+                grown = list(shape)
+                for i in expand:
+                    grown[dims[i]] = fresh()
+                yield {"shape": tuple(grown), "dims": dims}
+
+
+def _transpose_space(args: Sequence[TensorType], fresh: Fresh) -> Space:
+    return ({"perm": p} for p in itertools.permutations(range(args[0].rank)))
+
+
+def _reshape_space(args: Sequence[TensorType], fresh: Fresh) -> Space:
+    dims = args[0].dims
+    shapes = {dims, (dims_product(dims),), (*dims, Dim.of(1)), (Dim.of(1), *dims)}
+    for i in range(len(dims) - 1):  # merge two neighbouring axes
+        shapes.add((*dims[:i], dims[i] * dims[i + 1], *dims[i + 2:]))
+    return ({"shape": s} for s in sorted(shapes, key=str))
+
+
+def _slice_space(args: Sequence[TensorType], fresh: Fresh) -> Space:
+    x = args[0]
+    per_axis = []
+    for d in x.dims:
+        options = [(0, d, 1), (0, Dim.of(1), 1), (0, Dim.of(0), 1)]
+        if (d - 1).const is None or (d - 1).const > 0:
+            options.append((1, d - 1, 1))
+        if d.const is not None and d.const >= 3:
+            options.append((0, Dim.of((d.const + 1) // 2), 2))
+        per_axis.append(options)
+    for combo in itertools.product(*per_axis):
+        yield {"start": tuple(c[0] for c in combo), "size": tuple(c[1] for c in combo),
+               "stride": tuple(c[2] for c in combo)}
+
+
+def _axis_space(args: Sequence[TensorType], fresh: Fresh) -> Space:
+    return ({"axis": a} for a in range(args[0].rank))
+
+
 MOVEMENT_OPS: tuple[OpDef, ...] = (
-    OpDef(name="splat", doc="a tensor filled with one scalar value", operands=(),
+    OpDef(name="splat", attr_space=_splat_space,
+          doc="a tensor filled with one scalar value", operands=(),
           attrs=(AttrSpec("value", AttrKind.SCALAR), AttrSpec("shape", AttrKind.DIMS),
                  AttrSpec("dtype", AttrKind.DTYPE)),
           infer=_infer_splat, cost=CostFormula(0), category="constant",
           reference=lambda a, attrs, out: np.full(out.shape or (), attrs["value"],
                                                   dtype=out.dtype.np_dtype)),
-    OpDef(name="dense", doc="a constant tensor given element by element", operands=(),
+    OpDef(name="dense", attr_space=_dense_space,
+          doc="a constant tensor given element by element", operands=(),
           attrs=(AttrSpec("value", AttrKind.DATA), AttrSpec("dtype", AttrKind.DTYPE)),
           infer=_infer_dense, cost=CostFormula(0), category="constant",
           reference=lambda a, attrs, out: attrs["value"].array.astype(out.dtype.np_dtype)),
-    OpDef(name="broadcast", doc="expand x to shape; dims[i] is the result axis of x's axis i",
+    OpDef(name="broadcast", attr_space=_broadcast_space,
+          doc="expand x to shape; dims[i] is the result axis of x's axis i",
           operands=("x",),
           attrs=(AttrSpec("shape", AttrKind.DIMS), AttrSpec("dims", AttrKind.INTS)),
           infer=_infer_broadcast, reference=_broadcast,
           cost=CostFormula(0, materializes=False), category="movement"),
-    OpDef(name="transpose", doc="permute axes: result axis i is operand axis perm[i]",
+    OpDef(name="transpose", attr_space=_transpose_space,
+          doc="permute axes: result axis i is operand axis perm[i]",
           operands=("x",), attrs=(AttrSpec("perm", AttrKind.INTS),), infer=_infer_transpose,
           reference=lambda a, attrs, out: np.ascontiguousarray(np.transpose(a[0],
                                                                             attrs["perm"])),
           cost=CostFormula(0, materializes=False), category="movement"),
-    OpDef(name="reshape", doc="the same elements in row-major order under a new shape",
+    OpDef(name="reshape", attr_space=_reshape_space,
+          doc="the same elements in row-major order under a new shape",
           operands=("x",), attrs=(AttrSpec("shape", AttrKind.DIMS),), infer=_infer_reshape,
           reference=lambda a, attrs, out: a[0].reshape(out.shape or ()).copy(),
           cost=CostFormula(0), category="movement"),
-    OpDef(name="slice", doc="elements start + k*stride, k < size, along every axis",
+    OpDef(name="slice", attr_space=_slice_space,
+          doc="elements start + k*stride, k < size, along every axis",
           operands=("x",),
           attrs=(AttrSpec("start", AttrKind.INTS), AttrSpec("size", AttrKind.DIMS),
                  AttrSpec("stride", AttrKind.INTS)),
           infer=_infer_slice, reference=_slice, cost=CostFormula(0), category="movement"),
-    OpDef(name="concat", doc="join operands along axis", operands=("xs",), variadic=True,
+    OpDef(name="concat", attr_space=_axis_space,
+          doc="join operands along axis", operands=("xs",), variadic=True,
           attrs=(AttrSpec("axis", AttrKind.INT),), infer=_infer_concat,
           reference=lambda a, attrs, out: np.concatenate(list(a), axis=attrs["axis"]),
           cost=CostFormula(0), category="movement"),
-    OpDef(name="gather", doc="take(x, indices, axis); indices clamp into range",
+    OpDef(name="gather", attr_space=_axis_space,
+          doc="take(x, indices, axis); indices clamp into range",
           operands=("x", "indices"), attrs=(AttrSpec("axis", AttrKind.INT),),
           infer=_infer_gather, cost=CostFormula(1), category="movement",
           reference=lambda a, attrs, out: np.take(a[0], a[1], axis=attrs["axis"], mode="clip")),

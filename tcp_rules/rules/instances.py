@@ -1,0 +1,214 @@
+"""Enumerating well-typed instances of a rule side, with symbolic dims.
+
+An instance gives every tensor variable a type (rank <= 3, each dim a symbol, 1, or a symbol
+already in use, so that equal sizes arise wherever a shape rule needs them) and every attribute
+variable a value from its op's attribute space. Each op node is built with make_apply as soon as
+its operands are known, so ill-typed partial instances are cut early. Type checking of rules
+and the verifier both draw their instances from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tcp_rules.build import Literal, Operand, make_apply
+from tcp_rules.ir import Param, Value
+from tcp_rules.ops import ShapeError
+from tcp_rules.rules.functions import EvalError
+from tcp_rules.rules.model import AConst, AVar, Guard, Pattern, PLit, POp, PVar
+from tcp_rules.rules.semantics import Env, holds
+from tcp_rules.types import Dim, DType, TensorType
+
+MAX_RANK = 3
+DEFAULT_DTYPES = (DType.F32, DType.I32, DType.I1)
+
+
+@dataclass
+class Instance:
+    """A well-typed instance of a side: bindings and the built value."""
+
+    env: Env
+    value: Value
+
+    def describe(self) -> str:
+        parts = [f"{n}: {v.type}" for n, v in self.env.tensors.items()]
+        parts += [f"{n} = {_fmt(v)}" for n, v in self.env.attrs.items()]
+        return ", ".join(parts)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, tuple):
+        return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    return str(v)
+
+
+class Budget:
+    """Counts shape checks so that enumeration of a very general rule stays bounded."""
+
+    def __init__(self, limit: int):
+        self.limit, self.used = limit, 0
+
+    def spend(self) -> bool:
+        self.used += 1
+        return self.used <= self.limit
+
+    @property
+    def exhausted(self) -> bool:
+        return self.used > self.limit
+
+
+class Enumerator:
+    """Yields the well-typed instances of ``pattern`` whose guards may hold."""
+
+    def __init__(self, pattern: Pattern, guards: Sequence[Guard] = (),
+                 dtypes: Sequence[DType] = DEFAULT_DTYPES, budget: int = 200_000):
+        self.pattern, self.guards, self.dtypes = pattern, guards, tuple(dtypes)
+        self.budget = Budget(budget)
+        self.env = Env()
+        self.symbols: list[Dim] = []  # symbols in use, oldest first
+        self.fresh_count = 0
+
+    def fresh(self, stem: str = "K") -> Dim:
+        self.fresh_count += 1
+        return Dim.of(f"{stem}{self.fresh_count}")
+
+    def __iter__(self) -> Iterator[Instance]:
+        for value in self.gen(self.pattern, None, []):
+            if isinstance(value, Literal):
+                continue
+            if all(holds(g, self.env, undecided=True) for g in self.guards):
+                yield Instance(self.env.copy(), value)
+
+    # tensor variables -----------------------------------------------------------------------
+
+    def candidates(self, name: str, parent: POp | None, siblings: Sequence[Operand]) -> list[
+            TensorType]:
+        """Types worth trying for a new tensor variable at the next operand of ``parent``."""
+        hint = self.sibling_hint(parent, len(siblings), siblings)
+        if hint is not None:
+            return hint
+        out: list[TensorType] = []
+        stem = name.upper()
+        for rank in range(MAX_RANK + 1):
+            for dims in self.dim_choices(stem, rank, []):
+                out.extend(TensorType(dt, tuple(dims)) for dt in self.dtypes)
+        return out
+
+    def dim_choices(self, stem: str, rank: int, prefix: list[Dim]) -> Iterator[list[Dim]]:
+        if len(prefix) == rank:
+            yield list(prefix)
+            return
+        known = [*self.symbols[-4:], *(d for d in prefix if d.symbol and d not in self.symbols)]
+        options = [*dict.fromkeys(known), Dim.of(f"{stem}{len(prefix)}"), Dim.of(1)]
+        for d in options:
+            yield from self.dim_choices(stem, rank, [*prefix, d])
+
+    def sibling_hint(self, parent: POp | None, index: int,
+                     siblings: Sequence[Operand]) -> list[TensorType] | None:
+        """Elementwise operands share a shape (and usually a dtype): take a known sibling's."""
+        if parent is None or not parent.op.traits.elementwise:
+            return None
+        fixed = dict(parent.op.fixed_dtypes)
+        typed = [(i, s) for i, s in enumerate(siblings) if isinstance(s, Value)]
+        if not typed:
+            return None
+        dims = typed[0][1].type.dims
+        if index in fixed:
+            return [TensorType(fixed[index], dims)]
+        shared = [s.type.dtype for i, s in typed if i not in fixed]
+        if shared:
+            return [TensorType(shared[0], dims)]
+        return [TensorType(dt, dims) for dt in self.dtypes]
+
+    def bind_tensor(self, name: str, t: TensorType) -> list[Dim]:
+        self.env.tensors[name] = Param(t, param=name, index=len(self.env.tensors), name=name)
+        new = [d for d in t.dims if d.symbol is not None and d not in self.symbols]
+        self.symbols.extend(dict.fromkeys(new))
+        return new
+
+    def unbind_tensor(self, name: str, new: list[Dim]) -> None:
+        del self.env.tensors[name]
+        for d in dict.fromkeys(new):
+            self.symbols.remove(d)
+
+    # generation -----------------------------------------------------------------------------
+
+    def gen(self, p: Pattern, parent: POp | None, siblings: Sequence[Operand]) -> Iterator[
+            Operand]:
+        match p:
+            case PLit(value=v):
+                yield Literal(v)
+            case PVar(name=n) if n in self.env.tensors:
+                yield self.env.tensors[n]
+            case PVar(name=n):
+                for t in self.candidates(n, parent, siblings):
+                    new = self.bind_tensor(n, t)
+                    try:
+                        yield self.env.tensors[n]
+                    finally:
+                        self.unbind_tensor(n, new)
+            case POp():
+                yield from self.gen_op(p)
+
+    def gen_args(self, p: POp, done: list[Operand]) -> Iterator[list[Operand]]:
+        if len(done) == len(p.args):
+            yield done
+            return
+        for v in self.gen(p.args[len(done)], p, done):
+            yield from self.gen_args(p, [*done, v])
+
+    def gen_op(self, p: POp) -> Iterator[Value]:
+        for args in self.gen_args(p, []):
+            for attrs, new in self.attr_choices(p, args):
+                try:
+                    if not self.budget.spend():
+                        return
+                    try:
+                        yield make_apply(p.op, args, attrs)
+                    except (ShapeError, EvalError):
+                        continue
+                finally:
+                    for n in new:
+                        del self.env.attrs[n]
+
+    def attr_choices(self, p: POp, args: Sequence[Operand]) -> Iterator[
+            tuple[dict[str, Any], list[str]]]:
+        """Attribute assignments for ``p``: literals as written, bound variables as bound, new
+        variables from the op's attribute space. Yields (attrs, names newly bound)."""
+        fixed: dict[str, Any] = {}
+        free: list[str] = []
+        for name, e in p.attrs:
+            if isinstance(e, AConst):
+                fixed[name] = e.value
+            elif isinstance(e, AVar) and e.name in self.env.attrs:
+                fixed[name] = self.env.attrs[e.name]
+            elif isinstance(e, AVar):
+                free.append(name)
+        if not free:
+            yield fixed, []
+            return
+        known = [a.type for a in args if isinstance(a, Value)]
+        types = [a.type if isinstance(a, Value) else known[0] for a in args] if known else []
+        seen: set[str] = set()
+        for space in p.op.attr_space(types, self.fresh):
+            attrs = {**{k: v for k, v in space.items() if k in free}, **fixed}
+            key = repr(sorted(attrs.items()))
+            if key in seen or any(k not in space for k in free):
+                continue
+            seen.add(key)
+            new = []
+            consistent = True
+            for name, e in p.attrs:
+                if name in free and isinstance(e, AVar):
+                    if e.name in self.env.attrs:  # bound twice within this op
+                        consistent = consistent and self.env.attrs[e.name] == attrs[name]
+                    else:
+                        self.env.attrs[e.name] = attrs[name]
+                        new.append(e.name)
+            if consistent:
+                yield attrs, new
+            else:
+                for n in new:
+                    del self.env.attrs[n]

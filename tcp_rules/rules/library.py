@@ -1,0 +1,144 @@
+"""Loading rule files: imports (relative, or the standard library by name), import cycles,
+rulesets, duplicate names, and every static check, reported as positioned diagnostics.
+
+Rule files are data: loading one parses text and never executes anything from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tcp_rules.diagnostics import DiagnosticBag, Span, TcpError
+from tcp_rules.grammar import ast
+from tcp_rules.grammar.parser import parse_rule_file, read_source
+from tcp_rules.resources import rules_dir
+from tcp_rules.rules.model import Rule
+from tcp_rules.rules.resolve import resolve_rule
+from tcp_rules.rules.typecheck import TypeCheckResult, check_examples, check_types
+
+
+@dataclass(frozen=True)
+class RuleLibrary:
+    """Checked rules from one or more files, in load order (imports first)."""
+
+    rules: tuple[Rule, ...]
+    files: tuple[Path, ...]
+    coverage: dict[str, TypeCheckResult] = field(default_factory=dict, compare=False)
+
+    def rule(self, name: str) -> Rule:
+        for r in self.rules:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    @property
+    def rulesets(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(r.ruleset for r in self.rules))
+
+    def allowing(self, classes: Iterable[str]) -> tuple[Rule, ...]:
+        """The rules whose soundness class is among ``classes``."""
+        allowed = set(classes)
+        return tuple(r for r in self.rules if r.soundness.kind in allowed)
+
+
+def standard_library_files() -> list[Path]:
+    """The files of the standard rule library."""
+    return sorted(rules_dir().glob("*.tcpr"))
+
+
+def resolve_import(name: str, importer: Path) -> Path | None:
+    """A file next to the importer, else a standard library file of that name."""
+    for candidate in (importer.parent / name, rules_dir() / name,
+                      rules_dir() / f"{name}.tcpr"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+class Loader:
+    def __init__(self, bag: DiagnosticBag):
+        self.bag = bag
+        self.loaded: dict[Path, list[Rule]] = {}
+        self.order: list[Path] = []
+        self.stack: list[Path] = []
+
+    def load(self, path: Path, via: Span | None = None) -> None:
+        key = path.resolve()
+        if key in self.stack:
+            chain = " -> ".join(p.name for p in [*self.stack[self.stack.index(key):], key])
+            self.bag.error(f"import cycle: {chain}", via)
+            return
+        if key in self.loaded:
+            return
+        try:
+            decl = parse_rule_file(read_source(path))
+        except TcpError as e:
+            if via is not None and e.diagnostics and e.diagnostics[0].span is None:
+                self.bag.error(e.diagnostics[0].message, via)
+            else:
+                self.bag.items.extend(e.diagnostics)
+            self.loaded[key] = []
+            return
+        self.stack.append(key)
+        rules = self.load_items(path, decl)
+        self.stack.pop()
+        self.loaded[key] = rules
+        self.order.append(path)
+
+    def load_items(self, path: Path, decl: ast.RuleFileDecl) -> list[Rule]:
+        ruleset = path.stem
+        rules: list[Rule] = []
+        for item in decl.items:
+            if isinstance(item, ast.ImportDecl):
+                target = resolve_import(item.path, path)
+                if target is None:
+                    self.bag.error(f"cannot find imported file '{item.path}' (looked next to "
+                                   f"{path.name} and in the standard library)", item.span)
+                else:
+                    self.load(target, item.span)
+            elif isinstance(item, ast.RulesetDecl):
+                ruleset = item.name
+            else:
+                rule = resolve_rule(item, ruleset, self.bag)
+                if rule is not None:
+                    rules.append(rule)
+        return rules
+
+    def all_rules(self) -> list[Rule]:
+        return [r for p in self.order for r in self.loaded[p.resolve()]]
+
+
+def load_rules(paths: Sequence[str | Path], *, check: bool = True,
+               type_budget: int = 100_000) -> RuleLibrary:
+    """Load, resolve and check rule files (directories are searched for *.tcpr).
+
+    Raises TcpError listing every problem found in any file.
+    """
+    bag = DiagnosticBag()
+    loader = Loader(bag)
+    files: list[Path] = []
+    for p in map(Path, paths):
+        files.extend(sorted(p.rglob("*.tcpr")) if p.is_dir() else [p])
+    for f in files:
+        loader.load(f)
+    rules = loader.all_rules()
+    seen: dict[str, Rule] = {}
+    for r in rules:
+        first = seen.setdefault(r.name, r)
+        if first is not r:
+            bag.error(f"rule {r.name} is already defined", r.span,
+                      notes=[("first defined here", first.span)])
+    coverage: dict[str, TypeCheckResult] = {}
+    if check:
+        for r in rules:
+            coverage[r.name] = check_types(r, bag, type_budget)
+            check_examples(r, bag)
+    bag.raise_if_any("rules")
+    return RuleLibrary(tuple(rules), tuple(loader.order), coverage)
+
+
+def load_standard_library(check: bool = False) -> RuleLibrary:
+    """The bundled standard rule library (checked by the test suite and ``tcpr check``)."""
+    return load_rules(standard_library_files(), check=check)
