@@ -55,8 +55,9 @@ def normalize_attr(spec: AttrSpec, value: Any) -> Any:
             return tuple(int(v) for v in value)
         case AttrKind.DIMS:
             if not isinstance(value, list | tuple) or not all(
-                    isinstance(v, int | str | Dim) and not isinstance(v, bool) for v in value):
-                raise bad("a list of dims")
+                    isinstance(v, int | str | Dim) and not isinstance(v, bool)
+                    and not (isinstance(v, int) and v < 0) for v in value):
+                raise bad("a list of dims (non-negative integers, symbols or Dims)")
             return tuple(Dim.of(v) for v in value)
         case AttrKind.DTYPE:
             if isinstance(value, DType):
@@ -130,7 +131,7 @@ def _literal_context(op: OpDef, args: Sequence[Operand],
     return out
 
 
-def splat(value: Scalar, type_: TensorType, span: Span | None = None) -> Apply:
+def make_splat(value: Scalar, type_: TensorType, span: Span | None = None) -> Apply:
     """A splat constant of ``type_`` holding ``value``."""
     return make_apply(OPS["splat"], (), {"value": value, "shape": type_.dims,
                                          "dtype": type_.dtype}, span=span)
@@ -151,7 +152,7 @@ def make_apply(op: OpDef, args: Sequence[Operand], attrs: Mapping[str, Any], *,
         if isinstance(a, Literal):
             assert lit_type is not None
             try:
-                typed.append(splat(a.value, lit_type, a.span))
+                typed.append(make_splat(a.value, lit_type, a.span))
             except ShapeError as e:
                 raise ShapeError(e.message, operand=len(typed)) from None
         else:

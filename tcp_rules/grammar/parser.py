@@ -90,11 +90,24 @@ class TermBuilder(Transformer[Token, Any]):
         return ast.TypeExpr(str(children[0]), tuple(children[1:]), self.sp(meta))
 
 
+class BadToken(Exception):
+    """A token that lexes but cannot be a value (an integer literal of a thousand digits)."""
+
+    def __init__(self, token: Token, message: str):
+        super().__init__(message)
+        self.token, self.message = token, message
+
+
+MAX_INT_DIGITS = 40
+
+
 def _scalar(value: Any) -> int | float | bool:
     if not isinstance(value, Token):
         return value
     match value.type:
         case "INT":
+            if len(value) > MAX_INT_DIGITS:
+                raise BadToken(value, f"integer literal has more than {MAX_INT_DIGITS} digits")
             return int(value)
         case "FLOAT":
             return float(value)
@@ -186,6 +199,8 @@ def run_parser(source: Source, grammar_name: str, start: str,
         inner = getattr(e, "orig_exc", None)
         if isinstance(inner, TcpError):
             raise inner from None
+        if isinstance(inner, BadToken):
+            raise TcpError.at(inner.message, span_of(source, inner.token)) from None
         if isinstance(inner, RecursionError):
             raise TcpError.at("expression is nested too deeply to process",
                               Span.point(source, 1, 1)) from None

@@ -238,13 +238,21 @@ class RuleResolver:
         args: list[AttrExpr] = []
         for a, want in zip(e.args, fn.params, strict=True):
             if want is Sort.TENSOR:
-                if not (isinstance(a, ast.AName) and a.name in scope.tensors):
-                    raise self.fail(f"{fn.name} takes a tensor variable of the left side",
-                                    a.span)
-                args.append(TRef(a.name, a.span))
+                args.append(self.tensor_ref(fn.name, a, scope))
             else:
                 args.append(self.expr(a, scope, want))
         return AFn(fn.name, tuple(args), fn.result_sort([x.sort for x in args]), e.span)
+
+    def tensor_ref(self, fn: str, a: ast.AExpr, scope: Scope) -> TRef:
+        if isinstance(a, ast.AName) and a.name in scope.tensors:
+            return TRef(a.name, a.span)
+        if isinstance(a, ast.AName) and a.name in scope.attrs:
+            raise self.fail(f"'{a.name}' is an attribute variable but {fn} takes a tensor",
+                            a.span)
+        if isinstance(a, ast.AName):
+            raise self.fail(f"'{a.name}' is not bound by the left side (it binds "
+                            f"{scope.describe()})", a.span)
+        raise self.fail(f"{fn} takes a tensor variable of the left side", a.span)
 
     def guard(self, g: ast.GuardDecl, scope: Scope) -> Guard:
         lhs = self.expr(g.lhs, scope, None)

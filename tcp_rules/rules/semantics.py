@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from tcp_rules.build import Literal, Operand, make_apply, splat
+from tcp_rules.build import Literal, Operand, make_apply, make_splat
 from tcp_rules.ir import Apply, Value, attr_equal, same_value
 from tcp_rules.ops import AttrKind, ShapeError
 from tcp_rules.rules.functions import FUNCTIONS, EvalError, TensorInfo, as_int, compare
@@ -113,7 +113,7 @@ def instantiate(p: Pattern, env: Env, expected: TensorType | None = None) -> Val
     if isinstance(p, PLit):
         if expected is None:
             raise ShapeError(f"cannot tell the type of literal {p.value}")
-        return splat(p.value, expected)
+        return make_splat(p.value, expected)
     if isinstance(p, PVar):
         return env.tensors[p.name]
     args: list[Operand] = [Literal(a.value) if isinstance(a, PLit) else instantiate(a, env)
