@@ -83,7 +83,10 @@ def normalize_attr(spec: AttrSpec, value: Any) -> Any:
                 raise bad("a rectangular nested list of numbers") from None
             if arr.dtype == object or arr.dtype.kind not in "biuf":
                 raise bad("a rectangular nested list of numbers")
-            return DenseData(arr)
+            # One canonical storage type per kind, so equal constants compare equal whatever
+            # they were written as (parsed text, or a float32 array in the builder).
+            canonical = {"b": np.bool_, "i": np.int64, "u": np.int64, "f": np.float64}
+            return DenseData(arr.astype(canonical[arr.dtype.kind]))
     raise AssertionError(spec.kind)
 
 
@@ -179,6 +182,8 @@ def format_scalar(v: Scalar) -> str:
 def _as_operand(x: Any) -> Operand:
     if isinstance(x, Value | Literal):
         return x
+    if isinstance(x, np.generic) and x.dtype.kind in "biuf":
+        return Literal(x.item())
     if isinstance(x, bool | int | float):
         return Literal(x)
     raise TypeError(f"expected a tensor value or a scalar, got {x!r}")
@@ -192,7 +197,8 @@ def apply_op(name: str, *args: Any, **attrs: Any) -> Apply:
     try:
         return make_apply(op, [_as_operand(a) for a in args], attrs)
     except ShapeError as e:
-        raise TcpError.at(f"{name}: {e.message}") from None
+        raise TcpError.at(e.message if e.message.startswith(name) else f"{name}: {e.message}") \
+            from None
 
 
 def __getattr__(name: str) -> Callable[..., Apply]:
@@ -212,6 +218,10 @@ class FuncBuilder:
 
     def param(self, name: str, type_: TensorType | str) -> Param:
         """Add a parameter; ``type_`` may be written as in programs: "f32[N, 784]"."""
+        if not name.isidentifier() or name in ("inf", "nan", "true", "false"):
+            raise TcpError.at(f"parameter name '{name}' is not a usable name")
+        if any(p.param == name for p in self.params):
+            raise TcpError.at(f"func {self.name} already has a parameter '{name}'")
         if isinstance(type_, str):
             from tcp_rules.elaborate import parse_type  # the parser lives above this module
 
@@ -221,6 +231,11 @@ class FuncBuilder:
         return p
 
     def ret(self, *values: Value) -> None:
+        """Add results; each must be a value (a literal result needs make_splat's type)."""
+        for v in values:
+            if not isinstance(v, Value):
+                raise TcpError.at(f"func {self.name}: a result must be a tensor value, got {v!r} "
+                                  f"(use build.make_splat(value, type) for a constant)")
         self.results.extend(values)
 
     def finish(self) -> Func:

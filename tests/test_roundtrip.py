@@ -181,7 +181,8 @@ SIZES = ("N", "M", 4)
 def scalars(dtype: DType) -> st.SearchStrategy[int | float | bool]:
     """Literals that fit ``dtype``: every float (inf, nan, -0.0, subnormals) or in-range ints."""
     if dtype.is_float:
-        return st.one_of(st.floats(), st.integers(-1000, 1000))
+        width = 32 if dtype is DType.F32 else 64  # literals that overflow the dtype are refused
+        return st.one_of(st.floats(width=width), st.integers(-1000, 1000))
     if dtype.is_bool:
         return st.one_of(st.booleans(), st.sampled_from([0, 1]))
     info = (-(2**31), 2**31 - 1) if dtype is DType.I32 else (-(2**63), 2**63 - 1)
@@ -238,7 +239,8 @@ class Gen:
         v = self.pick(lambda u: not u.type.dtype.is_bool)
         if v is None:
             return None
-        bound = st.none() | (st.floats(allow_nan=False) if v.type.dtype.is_float
+        width = 32 if v.type.dtype is DType.F32 else 64
+        bound = st.none() | (st.floats(allow_nan=False, width=width) if v.type.dtype.is_float
                              else st.integers(-100, 100))
         lo, hi = self.draw(bound), self.draw(bound)
         if lo is None and hi is None:

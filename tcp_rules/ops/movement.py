@@ -4,6 +4,7 @@ gather."""
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -17,6 +18,11 @@ from tcp_rules.types import ALL_DTYPES, INTS, DenseData, Dim, DType, TensorType,
 def check_scalar_fits(value: float | int | bool, dtype: DType, attr: str) -> None:
     """A scalar literal must be representable in the dtype it is splatted to."""
     if dtype.is_float:
+        with np.errstate(over="ignore"):
+            rounded = float(np.asarray(value).astype(dtype.np_dtype))
+        if math.isfinite(value) and math.isinf(rounded):
+            raise ShapeError(f"literal {value} overflows {dtype} (largest finite "
+                             f"{np.finfo(dtype.np_dtype).max:g})", attr=attr)
         return
     if isinstance(value, float) and not value.is_integer():
         raise ShapeError(f"literal {value} is not an integer but the context is {dtype}",

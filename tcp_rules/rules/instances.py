@@ -13,16 +13,46 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tcp_rules.build import Literal, Operand, make_apply
+from tcp_rules.build import Literal, Operand, Scalar, make_apply, make_splat
 from tcp_rules.ir import Param, Value
 from tcp_rules.ops import ShapeError
 from tcp_rules.rules.functions import EvalError
-from tcp_rules.rules.model import AConst, AVar, Guard, Pattern, PLit, POp, PVar
-from tcp_rules.rules.semantics import Env, holds
+from tcp_rules.rules.model import (
+    ABin,
+    AConst,
+    AFn,
+    AList,
+    AVar,
+    Guard,
+    Pattern,
+    PLit,
+    POp,
+    PVar,
+    TRef,
+)
+from tcp_rules.rules.semantics import Env, holds, splat_value
 from tcp_rules.types import Dim, DType, TensorType
 
 MAX_RANK = 3
 DEFAULT_DTYPES = (DType.F32, DType.I32, DType.I1)
+CONST_VALUES = (0, 1, -1, 2, 0.5)  # what a splat-constant variable is tried with
+
+
+def const_vars(guards: Sequence[Guard]) -> frozenset[str]:
+    """Tensor variables the guards inspect as constants (value(c), is_const(c))."""
+    found: set[str] = set()
+    stack: list[object] = [e for g in guards for e in (g.lhs, g.rhs) if e is not None]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, AFn):
+            if e.fn in ("value", "is_const") and isinstance(e.args[0], TRef):
+                found.add(e.args[0].name)
+            stack.extend(e.args)
+        elif isinstance(e, AList):
+            stack.extend(e.items)
+        elif isinstance(e, ABin):
+            stack.extend((e.lhs, e.rhs))
+    return frozenset(found)
 
 
 @dataclass
@@ -33,7 +63,8 @@ class Instance:
     value: Value
 
     def describe(self) -> str:
-        parts = [f"{n}: {v.type}" for n, v in self.env.tensors.items()]
+        parts = [f"{n}: {v.type}" + (f" = splat {splat_value(v)}" if splat_value(v) is not None
+                                     else "") for n, v in self.env.tensors.items()]
         parts += [f"{n} = {_fmt(v)}" for n, v in self.env.attrs.items()]
         return ", ".join(parts)
 
@@ -67,6 +98,7 @@ class Enumerator:
         self.pattern, self.guards, self.dtypes = pattern, guards, tuple(dtypes)
         self.budget = Budget(budget)
         self.env = Env()
+        self.consts = const_vars(guards)
         self.symbols: list[Dim] = []  # symbols in use, oldest first
         self.fresh_count = 0
 
@@ -122,8 +154,10 @@ class Enumerator:
             return [TensorType(shared[0], dims)]
         return [TensorType(dt, dims) for dt in self.dtypes]
 
-    def bind_tensor(self, name: str, t: TensorType) -> list[Dim]:
-        self.env.tensors[name] = Param(t, param=name, index=len(self.env.tensors), name=name)
+    def bind_tensor(self, name: str, t: TensorType, const: Scalar | None = None) -> list[Dim]:
+        self.env.tensors[name] = (
+            make_splat(const, t) if const is not None
+            else Param(t, param=name, index=len(self.env.tensors), name=name))
         new = [d for d in t.dims if d.symbol is not None and d not in self.symbols]
         self.symbols.extend(dict.fromkeys(new))
         return new
@@ -144,11 +178,15 @@ class Enumerator:
                 yield self.env.tensors[n]
             case PVar(name=n):
                 for t in self.candidates(n, parent, siblings):
-                    new = self.bind_tensor(n, t)
-                    try:
-                        yield self.env.tensors[n]
-                    finally:
-                        self.unbind_tensor(n, new)
+                    for const in (CONST_VALUES if n in self.consts else (None,)):
+                        try:
+                            new = self.bind_tensor(n, t, const)
+                        except ShapeError:
+                            continue  # the constant does not fit the dtype
+                        try:
+                            yield self.env.tensors[n]
+                        finally:
+                            self.unbind_tensor(n, new)
             case POp():
                 yield from self.gen_op(p)
 

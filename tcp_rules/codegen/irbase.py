@@ -1,0 +1,136 @@
+"""LLVM IR helpers shared by the emitters: types, constants, intrinsics and libm calls.
+
+Everything here works on scalars and on vectors alike (a constant takes the shape of the value it
+is combined with), so the same op lowering serves the loop bodies that LLVM vectorizes and the
+matmul epilogue, which is written with vectors directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import llvmlite.ir as ir
+
+from tcp_rules.types import DType
+
+F32 = ir.FloatType()
+F64 = ir.DoubleType()
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+PTR = ir.PointerType()
+VOID = ir.VoidType()
+
+_REG = {DType.F32: F32, DType.F64: F64, DType.I32: I32, DType.I64: I64, DType.I1: I1}
+
+
+def reg_type(dt: DType) -> ir.Type:
+    """The LLVM type of a value of ``dt`` in registers (i1 for booleans)."""
+    return _REG[dt]
+
+
+def mem_type(dt: DType) -> ir.Type:
+    """The LLVM type of an element of ``dt`` in memory (NumPy stores booleans as bytes)."""
+    return I8 if dt is DType.I1 else _REG[dt]
+
+
+def type_suffix(ty: ir.Type) -> str:
+    """The overload suffix of an intrinsic: f32, f64, i32, v16f32..."""
+    if isinstance(ty, ir.VectorType):
+        return f"v{ty.count}{type_suffix(ty.element)}"
+    if isinstance(ty, ir.FloatType):
+        return "f32"
+    if isinstance(ty, ir.DoubleType):
+        return "f64"
+    if isinstance(ty, ir.IntType):
+        return f"i{ty.width}"
+    raise TypeError(f"no intrinsic suffix for {ty}")
+
+
+def element(ty: ir.Type) -> ir.Type:
+    return ty.element if isinstance(ty, ir.VectorType) else ty
+
+
+def like(ty: ir.Type, elem: ir.Type) -> ir.Type:
+    """``elem``, or a vector of ``elem`` as wide as ``ty``."""
+    return ir.VectorType(elem, ty.count) if isinstance(ty, ir.VectorType) else elem
+
+
+class IR:
+    """An IRBuilder with typed constant, intrinsic and libm helpers."""
+
+    def __init__(self, builder: ir.IRBuilder):
+        self.b = builder
+        self.module: ir.Module = builder.module
+
+    def const(self, ty: ir.Type, value: float | int | bool) -> ir.Constant:
+        """``value`` as a constant of ``ty`` (splatted when ``ty`` is a vector)."""
+        el = element(ty)
+        if isinstance(el, ir.IntType):
+            v: float | int = int(value) & ((1 << el.width) - 1) if el.width > 1 else int(
+                bool(value))
+        else:
+            v = float(value)
+        c = ir.Constant(el, v)
+        if isinstance(ty, ir.VectorType):
+            return ir.Constant(ty, [c] * ty.count)
+        return c
+
+    def declare(self, name: str, ret: ir.Type, args: Sequence[ir.Type]) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, list(args)), name=name)
+        assert isinstance(fn, ir.Function)
+        return fn
+
+    def intrinsic(self, name: str, args: Sequence[ir.Value], ret: ir.Type | None = None,
+                  tys: Sequence[ir.Type] | None = None) -> ir.Value:
+        """Call ``llvm.<name>`` overloaded on ``tys`` (default: the first argument's type)."""
+        tys = tys if tys is not None else [args[0].type]
+        full = "llvm." + name + "".join("." + type_suffix(t) for t in tys)
+        fn = self.declare(full, ret or args[0].type, [a.type for a in args])
+        return self.b.call(fn, list(args))
+
+    def libm(self, name: str, args: Sequence[ir.Value]) -> ir.Value:
+        """Call a C math function (``sinf``, ``atan2``...), lane by lane for vectors."""
+        ty = args[0].type
+        el = element(ty)
+        fn = self.declare(name, el, [el] * len(args))
+        return self.lanewise(lambda xs: self.b.call(fn, xs), args)
+
+    def lanewise(self, f: Callable[[list[ir.Value]], ir.Value],
+                 args: Sequence[ir.Value]) -> ir.Value:
+        ty = args[0].type
+        if not isinstance(ty, ir.VectorType):
+            return f(list(args))
+        out: ir.Value = ir.Constant(ty, ir.Undefined)
+        for lane in range(ty.count):
+            i = ir.Constant(I32, lane)
+            r = f([self.b.extract_element(a, i) for a in args])
+            out = self.b.insert_element(out, r, i)
+        return out
+
+    # Frequently used float helpers -------------------------------------------------------------
+
+    def fma(self, a: ir.Value, b: ir.Value, c: ir.Value) -> ir.Value:
+        return self.intrinsic("fma", [a, b, c])
+
+    def poly(self, x: ir.Value, coeffs: Sequence[float]) -> ir.Value:
+        """Horner's rule with fused multiply-adds; ``coeffs`` from the highest degree down."""
+        acc: ir.Value = self.const(x.type, coeffs[0])
+        for c in coeffs[1:]:
+            acc = self.fma(acc, x, self.const(x.type, c))
+        return acc
+
+    def fsel(self, pred: str, a: ir.Value, b: ir.Value, t: ir.Value, f: ir.Value) -> ir.Value:
+        return self.b.select(self.b.fcmp_ordered(pred, a, b), t, f)
+
+    def isnan(self, x: ir.Value) -> ir.Value:
+        return self.b.fcmp_unordered("uno", x, x)
+
+    def fabs(self, x: ir.Value) -> ir.Value:
+        return self.intrinsic("fabs", [x])
+
+    def copysign(self, mag: ir.Value, sign: ir.Value) -> ir.Value:
+        return self.intrinsic("copysign", [mag, sign])

@@ -1,0 +1,298 @@
+"""Kernels: loop nests over an output shape, in the spirit of linalg.generic.
+
+A :class:`Kernel` iterates a *domain* (one loop per output axis, extents known at run time) and
+stores one scalar value per point into its output buffer. The value is a DAG of scalar nodes:
+
+- :class:`Load` reads an input buffer through an indexing map: one :class:`Affine` expression of
+  the loop indices per buffer axis (broadcasts, transposes and slices are only maps, never copies),
+  or a data-dependent index clamped into range (gather);
+- :class:`Op` applies an op of the op table to scalars (``add``, ``exp``, ``select``, ``cast``...);
+- :class:`Reduce` folds its body over reduction loops of its own (``sum``, ``prod``, ``max``,
+  ``min``); a reduce whose value depends only on outer indices is hoisted out of inner loops, so a
+  whole row softmax is one kernel;
+- :class:`Const` is a literal; :class:`Acc` is the accumulator of a :class:`MatmulKernel`, whose
+  ``epilogue`` (bias, activation) runs on each output tile before it is stored.
+
+Extents and some offsets are *sizes*: an integer, or the name of a size parameter the runtime
+passes in (``s0``, ``s1``...). Loop indices are named ``d0..`` (domain) and ``r0..`` (reductions).
+A kernel's canonical text (:func:`kernel_text`) is its identity for caching.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tcp_rules.types import DType
+
+Size = int | str  # a constant, or the name of a size parameter
+
+
+@dataclass(frozen=True)
+class Affine:
+    """``sum(c * loop_var) + sum(c * size_param) + const``: one axis of an indexing map."""
+
+    vars: tuple[tuple[str, int], ...] = ()
+    sizes: tuple[tuple[str, int], ...] = ()
+    const: int = 0
+
+    @staticmethod
+    def var(name: str, coeff: int = 1) -> Affine:
+        return Affine(vars=((name, coeff),)) if coeff else Affine()
+
+    @staticmethod
+    def of(value: Size) -> Affine:
+        """A constant, or a size parameter by name."""
+        return Affine(sizes=((value, 1),)) if isinstance(value, str) else Affine(const=value)
+
+    def __add__(self, other: Affine | int) -> Affine:
+        o = other if isinstance(other, Affine) else Affine(const=other)
+        return Affine(_merge(self.vars, o.vars), _merge(self.sizes, o.sizes),
+                      self.const + o.const)
+
+    def scale(self, k: int) -> Affine:
+        return Affine(tuple((n, c * k) for n, c in self.vars if c * k),
+                      tuple((n, c * k) for n, c in self.sizes if c * k), self.const * k)
+
+    def coeff(self, var: str) -> int:
+        return dict(self.vars).get(var, 0)
+
+    def subst(self, env: Mapping[str, Affine]) -> Affine:
+        """Replace loop variables by affine expressions (composition of indexing maps)."""
+        out = Affine(sizes=self.sizes, const=self.const)
+        for n, c in self.vars:
+            out = out + (env[n].scale(c) if n in env else Affine.var(n, c))
+        return out
+
+    def __str__(self) -> str:
+        parts = [n if c == 1 else f"{c}*{n}" for n, c in (*self.vars, *self.sizes)]
+        if self.const or not parts:
+            parts.append(str(self.const))
+        return "+".join(parts).replace("+-", "-")
+
+
+def _merge(a: tuple[tuple[str, int], ...], b: tuple[tuple[str, int], ...]
+           ) -> tuple[tuple[str, int], ...]:
+    acc = dict(a)
+    for n, c in b:
+        acc[n] = acc.get(n, 0) + c
+    return tuple(sorted((n, c) for n, c in acc.items() if c))
+
+
+# Scalar nodes ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Node:
+    """A scalar value of the kernel body; ``dtype`` is the element type it holds."""
+
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class Const(Node):
+    value: float | int | bool
+
+
+@dataclass(frozen=True)
+class Load(Node):
+    """``buffers[buf][index]``; an index entry that is a Node is data-dependent (a ClampIndex)."""
+
+    buf: int
+    index: tuple[Affine | Node, ...]
+
+
+@dataclass(frozen=True)
+class ClampIndex(Node):
+    """An integer value clamped into ``0..extent-1`` as an index (gather's semantics)."""
+
+    value: Node
+    extent: Size
+
+
+@dataclass(frozen=True)
+class Op(Node):
+    """An op of the op table applied to scalar operands; ``attrs`` as in the program IR."""
+
+    op: str
+    args: tuple[Node, ...]
+    attrs: tuple[tuple[str, Any], ...] = ()
+
+
+REDUCE_KINDS = ("sum", "prod", "max", "min")
+
+
+@dataclass(frozen=True)
+class Reduce(Node):
+    """Fold ``body`` over the loops ``vars`` (name, extent) with ``kind``.
+
+    Float sums are reassociated (vectorized) and accumulated in f64 for f32 inputs; that is an
+    approximate transformation, like NumPy's own pairwise order.
+    """
+
+    kind: str
+    vars: tuple[tuple[str, Size], ...]
+    body: Node
+
+
+@dataclass(frozen=True)
+class Acc(Node):
+    """The matmul result at the current output point (only in a MatmulKernel's epilogue)."""
+
+
+# Kernels --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Buffer:
+    """A kernel argument: a contiguous row-major array of ``dtype`` and ``shape``."""
+
+    name: str
+    dtype: DType
+    shape: tuple[Size, ...]
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A loop nest over ``domain``; the last buffer is the output, written at ``out_index``.
+
+    ``out_index`` None is the identity map (the domain is the output's shape); concat writes
+    each operand through a shifted map instead.
+    """
+
+    name: str
+    buffers: tuple[Buffer, ...]
+    sizes: tuple[str, ...]
+    domain: tuple[Size, ...]
+    value: Node
+    out_index: tuple[Affine, ...] | None = None
+
+    @property
+    def output(self) -> Buffer:
+        return self.buffers[-1]
+
+    def out_map(self) -> tuple[Affine, ...]:
+        if self.out_index is not None:
+            return self.out_index
+        return tuple(Affine.var(f"d{i}") for i in range(len(self.domain)))
+
+
+@dataclass(frozen=True)
+class MatmulKernel:
+    """``out[b, i, j] = epilogue(sum_k a[b, i, k] * b[b, k, j])`` (rank 2 without ``b``).
+
+    Buffers: a, b, then any inputs the epilogue loads (through maps over d0..), then the output.
+    The epilogue is a scalar body in which :class:`Acc` stands for the product.
+    """
+
+    name: str
+    buffers: tuple[Buffer, ...]
+    sizes: tuple[str, ...]
+    batched: bool
+    m: Size
+    k: Size
+    n: Size
+    epilogue: Node
+
+    @property
+    def output(self) -> Buffer:
+        return self.buffers[-1]
+
+    @property
+    def domain(self) -> tuple[Size, ...]:
+        return self.output.shape
+
+
+AnyKernel = Kernel | MatmulKernel
+
+
+def walk(root: Node) -> Iterator[Node]:
+    """Every node reachable from ``root`` once, operands before users."""
+    seen: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        n, done = stack.pop()
+        if done:
+            yield n
+            continue
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        stack.append((n, True))
+        stack.extend((c, False) for c in reversed(children(n)))
+
+
+def children(n: Node) -> tuple[Node, ...]:
+    if isinstance(n, Op):
+        return n.args
+    if isinstance(n, Reduce):
+        return (n.body,)
+    if isinstance(n, Load):
+        return tuple(i for i in n.index if isinstance(i, Node))
+    if isinstance(n, ClampIndex):
+        return (n.value,)
+    return ()
+
+
+# Canonical text -------------------------------------------------------------------------------
+
+def _fmt_value(v: float | int | bool) -> str:
+    return repr(v) if not isinstance(v, float) else float.hex(v)
+
+
+def _fmt_attr(v: Any) -> str:
+    if isinstance(v, float):
+        return float.hex(v)
+    if isinstance(v, tuple):
+        return "[" + ",".join(_fmt_attr(x) for x in v) + "]"
+    return str(v)
+
+
+def node_lines(root: Node, names: dict[Node, str], lines: list[str]) -> str:
+    """Append ``%k = ...`` lines for the nodes of ``root`` not yet named; returns root's name."""
+    for n in walk(root):
+        if n in names:
+            continue
+        match n:
+            case Const(value=v):
+                text = f"{_fmt_value(v)}:{n.dtype}"
+            case Load(buf=b, index=idx):
+                ix = ", ".join(names[i] if isinstance(i, Node) else str(i) for i in idx)
+                text = f"load b{b}[{ix}]"
+            case ClampIndex(value=v, extent=e):
+                text = f"clamp_index({names[v]}, {e})"
+            case Op(op=op, args=args, attrs=attrs):
+                at = "".join(f", {k}={_fmt_attr(a)}" for k, a in attrs if a is not None)
+                text = f"{op}({', '.join(names[a] for a in args)}{at})"
+            case Reduce(kind=k, vars=vs, body=body):
+                text = f"reduce_{k}[{', '.join(f'{v}<{e}' for v, e in vs)}]({names[body]})"
+            case Acc():
+                text = "acc"
+            case _:
+                raise TypeError(f"unknown node {n!r}")
+        names[n] = f"%{len(names)}"
+        lines.append(f"  {names[n]} = {text} : {n.dtype}")
+    return names[root]
+
+
+def kernel_text(k: AnyKernel) -> str:
+    """The canonical text of a kernel: what it computes, independent of its name."""
+    bufs = ", ".join(f"b{i}: {b.dtype}[{', '.join(map(str, b.shape))}]"
+                     for i, b in enumerate(k.buffers))
+    names: dict[Node, str] = {}
+    lines: list[str] = []
+    if isinstance(k, Kernel):
+        head = (f"kernel({bufs}) sizes({', '.join(k.sizes)}) "
+                f"domain[{', '.join(map(str, k.domain))}]")
+        root = node_lines(k.value, names, lines)
+        out = ", ".join(map(str, k.out_map()))
+        lines.append(f"  b{len(k.buffers) - 1}[{out}] = {root}")
+    else:
+        head = (f"matmul({bufs}) sizes({', '.join(k.sizes)}) batched={k.batched} "
+                f"m={k.m} k={k.k} n={k.n}")
+        root = node_lines(k.epilogue, names, lines)
+        lines.append(f"  out = {root}")
+    return "\n".join([head, *lines]) + "\n"
