@@ -28,6 +28,8 @@ from tcp_rules.printer import format_type
 from tcp_rules.resources import example_paths
 from tcp_rules.rules.library import RuleLibrary, load_rules
 from tcp_rules.rules.printer import format_guards, format_rules
+from tcp_rules.verify import PROFILES, verify_files
+from tcp_rules.verify.report import format_verdict, report_json
 
 
 def _sizes(items: Sequence[str]) -> dict[str, int]:
@@ -164,6 +166,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    profile = PROFILES["thorough" if args.thorough else "default"]
+    if args.examples is not None:
+        if args.examples < 1:
+            raise TcpError.at("--examples must be at least 1")
+        profile = profile.with_examples(args.examples)
+    paths = _expand(args.files)
+    start = time.perf_counter()
+    progress = None if args.json else (lambda v: print(format_verdict(v), flush=True))
+    verdicts = verify_files(paths, profile, args.seed, progress)
+    bad = [v for v in verdicts if not v.ok]
+    if args.json:
+        print(json.dumps(report_json(verdicts, profile.name, args.seed), indent=2))
+    else:
+        print(f"\n{len(verdicts)} rules verified ({profile.name} profile, {profile.examples} "
+              f"cases per direction, seed {args.seed}) in {time.perf_counter() - start:.1f} s: "
+              f"{len(verdicts) - len(bad)} as declared, {len(bad)} worse than declared")
+    return 1 if bad else 0
+
+
 def cmd_ops(args: argparse.Namespace) -> int:
     if args.json:
         rows = [{"name": op.name, "doc": op.doc, "category": op.category,
@@ -212,6 +234,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--size", action="append", default=[], metavar="SYM=N")
     p.set_defaults(fn=cmd_demo)
+
+    p = sub.add_parser("verify", help="check each rule's soundness class against NumPy")
+    p.add_argument("files", nargs="+", help=".tcpr files or directories")
+    p.add_argument("--json", action="store_true", help="verdicts as JSON (schema 1)")
+    p.add_argument("--examples", type=int, help="cases per rule direction")
+    p.add_argument("--seed", type=int, default=0, help="the same seed draws the same cases")
+    p.add_argument("--thorough", action="store_true", help="ten times as many cases")
+    p.set_defaults(fn=cmd_verify)
 
     p = sub.add_parser("ops", help="list the op table")
     p.add_argument("--json", action="store_true")

@@ -80,10 +80,14 @@ def _concrete_attrs(v: Apply, env: Mapping[str, int]) -> dict[str, object]:
     return out
 
 
-def evaluate(func: Func, arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
-    """Run ``func`` on ``arrays`` (one per parameter) and return its results."""
+def evaluate(func: Func, arrays: Sequence[np.ndarray],
+             trace: dict[int, np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
+    """Run ``func`` on ``arrays`` (one per parameter) and return its results.
+
+    ``trace``, if given, receives every computed value keyed by the id of its IR value.
+    """
     env = bind_symbols(func, arrays)
-    vals: dict[int, np.ndarray] = {}
+    vals: dict[int, np.ndarray] = {} if trace is None else trace
     for v in func.values():
         if isinstance(v, Param):
             vals[id(v)] = arrays[v.index]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -208,6 +209,11 @@ PRECONDITIONS: dict[str, PrecondFn] = {p.name: p for p in (
 )}
 
 
+_COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
+    "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+    ">": operator.gt, ">=": operator.ge}
+
+
 def compare(op: str, a: Any, b: Any) -> bool:
     """``a op b`` for ints, dims, scalars, lists and dtypes; EvalError where undecidable."""
     if isinstance(a, tuple) or isinstance(b, tuple):
@@ -225,8 +231,7 @@ def compare(op: str, a: Any, b: Any) -> bool:
         a, b = diff, 0
     if (isinstance(a, float) and math.isnan(a)) or (isinstance(b, float) and math.isnan(b)):
         return op == "!="
-    return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b,
-            ">=": a >= b}[op]
+    return bool(_COMPARISONS[op](a, b))
 
 
 def _as_list(v: Any) -> tuple[Any, ...]:

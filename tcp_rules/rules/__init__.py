@@ -1,0 +1,1 @@
+"""Rules: the typed rule model, resolution, static checks, semantics and library loading."""

@@ -1,0 +1,211 @@
+"""The soundness verifier: every rule (both directions of a two-way rule) checked against the
+reference interpreter, judged by its declared class, with a shrunk counterexample on failure.
+
+Search is seeded and deterministic: the same seed draws the same instances, sizes and values.
+A failure found by the search is shrunk with hypothesis (smallest sizes, simplest values).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import HealthCheck, find, settings
+from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample
+from hypothesis.extra import numpy as hnp
+
+from tcp_rules.rules.instances import Enumerator, Instance
+from tcp_rules.rules.model import Guard, Pattern, Rule
+from tcp_rules.rules.semantics import splat_value
+from tcp_rules.types import ALL_DTYPES, DType
+from tcp_rules.verify.cases import Case, Setup, concretize, make_case, symbols_of
+from tcp_rules.verify.values import (
+    Palette,
+    draw_array,
+    draw_scalar,
+    finite_values,
+    impose,
+    special_values,
+)
+
+LEVEL = {"exact": 0, "approx": 1, "assumes": 1, "unsound": 2}
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How hard to look: cases per direction and class, symbolic instances sampled, sizes."""
+
+    name: str
+    examples: int
+    instances: int
+    sizes: tuple[int, ...] = (1, 2, 3, 5, 7)
+    zero_size: float = 0.04  # chance of a 0 dim, where the ops allow it
+    shrink_examples: int = 300
+
+    def with_examples(self, n: int) -> Profile:
+        return Profile(self.name, n, max(self.instances, n // 4), self.sizes, self.zero_size,
+                       self.shrink_examples)
+
+
+PROFILES = {"default": Profile("default", 60, 30),
+            "thorough": Profile("thorough", 600, 300, shrink_examples=1000)}
+
+
+@dataclass
+class Verdict:
+    """The weakest class a rule satisfies on every case tried, against the one it declares."""
+
+    rule: Rule
+    satisfies: str  # exact | approx | unsound
+    checked: int
+    counterexample: Case | None = None
+
+    @property
+    def declared(self) -> str:
+        return self.rule.soundness.kind
+
+    @property
+    def ok(self) -> bool:
+        return self.checked > 0 and LEVEL[self.satisfies] <= LEVEL[self.declared]
+
+
+def _instances(frm: Pattern, guards: tuple[Guard, ...], rng: np.random.Generator,
+               limit: int) -> list[Instance]:
+    """A seeded sample of the symbolic instances of a side (every dtype tried)."""
+    pool: list[Instance] = []
+    for i, inst in enumerate(Enumerator(frm, guards, sorted(ALL_DTYPES, key=str), 50_000)):
+        if len(pool) < limit:
+            pool.append(inst)
+        else:  # reservoir sampling keeps the sample uniform over a long enumeration
+            j = int(rng.integers(i + 1))
+            if j < limit:
+                pool[j] = inst
+        if i >= 20 * limit:
+            break
+    return pool
+
+
+class Search:
+    """Looks for a case of ``rule`` that violates ``mode`` (exact, or approx under ``pre``)."""
+
+    def __init__(self, rule: Rule, profile: Profile, seed: int):
+        self.rule, self.profile = rule, profile
+        self.rng = np.random.default_rng([seed, zlib.crc32(rule.name.encode())])
+        self.samples = {label: _instances(frm, rule.guards, self.rng, profile.instances)
+                        for label, frm, _ in rule.directions()}
+        self.checked = 0
+
+    def sizes(self, inst: Instance) -> dict[str, int]:
+        p = self.profile
+        return {s: 0 if self.rng.random() < p.zero_size else int(self.rng.choice(p.sizes))
+                for s in symbols_of(inst)}
+
+    def run(self, mode: str, pre: tuple[Guard, ...]) -> Case | None:
+        finite = mode == "approx"
+        for label, frm, to in self.rule.directions():
+            sample = self.samples[label]
+            for k in range(self.profile.examples if sample else 0):
+                inst = sample[k % len(sample)]
+                palette = Palette.draw(self.rng, finite)
+                consts = {n: draw_scalar(v.type.dtype, self.rng, finite)
+                          for n, v in inst.env.tensors.items() if splat_value(v) is not None}
+                sizes = self.sizes(inst)
+                setup = concretize(frm, to, self.rule.guards, inst, sizes, consts)
+                if setup is None:
+                    continue
+                inputs = {p.param: draw_array(p.type.shape or (), p.type.dtype, self.rng,
+                                              palette) for p in setup.params}
+                if pre and not impose(pre, inputs, self.rng):
+                    continue
+                case = make_case(self.rule, label, mode, inst, setup, sizes, inputs)
+                if case is None:
+                    continue
+                self.checked += 1
+                if case.mismatch is not None:
+                    return shrink(case, inst, frm, to, self.rule.guards, pre, self.profile)
+        return None
+
+
+def verify_rule(rule: Rule, profile: Profile = PROFILES["default"], seed: int = 0) -> Verdict:
+    """Check ``rule`` against its declared class; report the weakest class it satisfies."""
+    search = Search(rule, profile, seed)
+    if rule.soundness.kind == "exact":
+        bad = search.run("exact", ())
+        if bad is None:
+            return Verdict(rule, "exact", search.checked)
+        worse = search.run("approx", ())  # the counterexample shown is the strongest failure
+        return Verdict(rule, "approx" if worse is None else "unsound", search.checked,
+                       bad if worse is None else worse)
+    bad = search.run("approx", rule.soundness.precondition)
+    return Verdict(rule, "approx" if bad is None else "unsound", search.checked, bad)
+
+
+def verify_rules(rules: Iterable[Rule], profile: Profile = PROFILES["default"], seed: int = 0,
+                 progress: Callable[[Verdict], None] | None = None) -> list[Verdict]:
+    out = []
+    for r in rules:
+        v = verify_rule(r, profile, seed)
+        if progress:
+            progress(v)
+        out.append(v)
+    return out
+
+
+# Shrinking ------------------------------------------------------------------------------------
+
+def _elements(dtype: DType, finite: bool) -> st.SearchStrategy[object]:
+    pool = finite_values(dtype) if finite else special_values(dtype)
+    if dtype is DType.I1:
+        return st.booleans()
+    if dtype.is_int:
+        info = np.iinfo(dtype.np_dtype)
+        return st.sampled_from(pool) | st.integers(int(info.min), int(info.max))
+    floats = (st.floats(width=32, allow_nan=not finite, allow_infinity=not finite)
+              if dtype is DType.F32 else
+              st.floats(allow_nan=not finite, allow_infinity=not finite))
+    return st.sampled_from(pool) | floats
+
+
+def shrink(case: Case, inst: Instance, frm: Pattern, to: Pattern, guards: tuple[Guard, ...],
+           pre: tuple[Guard, ...], profile: Profile) -> Case:
+    """The smallest sizes and simplest values (hypothesis' order) that still fail; else ``case``."""
+    finite = case.mode == "approx"
+    symbols = list(case.sizes)
+
+    @st.composite
+    def candidates(draw: st.DrawFn) -> tuple[dict[str, int], Setup | None, dict[str, np.ndarray]]:
+        sizes = {s: draw(st.integers(min(1, case.sizes[s]), max(case.sizes[s], 1)))
+                 for s in symbols}
+        consts = {n: draw(_elements(inst.env.tensors[n].type.dtype, finite))
+                  for n in case.consts}
+        setup = concretize(frm, to, guards, inst, sizes, consts)  # type: ignore[arg-type]
+        if setup is None:
+            return sizes, None, {}
+        inputs = {p.param: draw(hnp.arrays(p.type.dtype.np_dtype, p.type.shape or (),
+                                           elements=_elements(p.type.dtype, finite)))
+                  for p in setup.params}
+        return sizes, setup, inputs
+
+    def fails(c: tuple[dict[str, int], Setup | None, dict[str, np.ndarray]]) -> bool:
+        sizes, setup, inputs = c
+        if setup is None:
+            return False
+        if pre and not impose(pre, inputs, np.random.default_rng(0)):  # deterministic redraw
+            return False
+        made = make_case(case.rule, case.direction, case.mode, inst, setup, sizes, inputs)
+        return made is not None and made.mismatch is not None
+
+    try:
+        sizes, setup, inputs = find(candidates(), fails, settings=settings(
+            max_examples=profile.shrink_examples, derandomize=True, database=None,
+            deadline=None, suppress_health_check=list(HealthCheck)))
+    except NoSuchExample:
+        return case
+    assert setup is not None  # fails() already imposed the preconditions on these inputs
+    smaller = make_case(case.rule, case.direction, case.mode, inst, setup, sizes, inputs)
+    if smaller is None or smaller.mismatch is None or smaller.size > case.size:
+        return case
+    return smaller

@@ -1,0 +1,139 @@
+"""Values that break rules: dtype-aware pools of IEEE and integer edge cases, random arrays that
+favour them, and preconditions (assumes(...)) imposed on the drawn inputs."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from tcp_rules.rules.functions import PRECONDITIONS
+from tcp_rules.rules.model import AConst, AFn, Guard, TRef
+from tcp_rules.types import DType
+
+
+def special_values(dtype: DType) -> list[float | int | bool]:
+    """Edge cases first, simplest first (a shrinker prefers earlier ones)."""
+    if dtype is DType.I1:
+        return [False, True]
+    if dtype.is_int:
+        info = np.iinfo(dtype.np_dtype)
+        lo, hi = int(info.min), int(info.max)
+        return [0, 1, -1, 2, -2, 7, -13, hi, lo, hi - 1, lo + 1, 1 << (info.bits // 2)]
+    fi = np.finfo(dtype.np_dtype)
+    big, tiny = float(fi.max), float(fi.tiny)
+    exp_edge = math.log(big)  # 88.72 for f32, 709.78 for f64
+    return [0.0, 1.0, -1.0, 2.0, 0.5, -0.0, -2.0, 3.0, 0.1,
+            float("inf"), float("-inf"), float("nan"),
+            big, -big, tiny, -tiny, float(fi.smallest_subnormal), -float(fi.smallest_subnormal),
+            tiny * 0.75,  # a denormal
+            exp_edge - 0.5, exp_edge + 0.5, -exp_edge - 20.0,  # exp near overflow / underflow
+            math.sqrt(big) * 1.5, math.sqrt(tiny) * 0.5,  # squares overflow / underflow
+            1e6, -1e6, 1.0 + float(fi.eps), 1.0 - float(fi.epsneg)]
+
+
+def finite_values(dtype: DType) -> list[float | int | bool]:
+    """Values for approx checks: "equal up to rounding" is about the normal range, so floats
+    stay finite and away from overflow and underflow (the exact check covers the extremes)."""
+    if not dtype.is_float:
+        return special_values(dtype)
+    fi = np.finfo(dtype.np_dtype)
+    return [0.0, 1.0, -1.0, 2.0, 0.5, -0.0, -2.0, 3.0, 0.1, 1e3, -1e3, 1e-3,
+            1.0 + float(fi.eps), 1.0 - float(fi.epsneg)]
+
+
+def draw_scalar(dtype: DType, rng: np.random.Generator, finite: bool) -> float | int | bool:
+    """One value: an edge case half of the time, else an ordinary random one."""
+    pool = finite_values(dtype) if finite else special_values(dtype)
+    if rng.random() < 0.5:
+        return pool[int(rng.integers(len(pool)))]
+    return _ordinary(dtype, rng, ())  # type: ignore[return-value]
+
+
+def _ordinary(dtype: DType, rng: np.random.Generator, shape: tuple[int, ...]) -> object:
+    if dtype is DType.I1:
+        return rng.random(shape) < 0.5 if shape else bool(rng.random() < 0.5)
+    if dtype.is_int:
+        small = rng.integers(-20, 21, size=shape or None)
+        return small.astype(dtype.np_dtype) if shape else int(small)
+    scale = 10.0 ** rng.uniform(-3, 3, size=shape or None)
+    vals = rng.standard_normal(size=shape or None) * scale
+    return vals.astype(dtype.np_dtype) if shape else float(vals)
+
+
+@dataclass(frozen=True)
+class Palette:
+    """The few edge values one case draws its elements from, and how often.
+
+    Drawing every array of a case from one small palette makes coincidences common: the same
+    value in two operands (x - y with x == y), 0.0 against -0.0, inf against inf.
+    """
+
+    values: dict[DType, np.ndarray]
+    p_special: float
+
+    @staticmethod
+    def draw(rng: np.random.Generator, finite: bool) -> Palette:
+        values = {}
+        for dtype in DType:
+            pool = finite_values(dtype) if finite else special_values(dtype)
+            weights = 1.0 / (np.arange(len(pool)) + 3.0)  # the simplest values most often
+            size = min(int(rng.integers(2, 6)), len(pool))
+            picks = [pool[i] for i in rng.choice(len(pool), size=size, replace=False,
+                                                 p=weights / weights.sum())]
+            if dtype is not DType.I1 and rng.random() < 0.5:  # x with -x: 0.0 with -0.0
+                picks += [-v for v in picks]
+            with np.errstate(all="ignore"):  # -MIN wraps to MIN, as the ops do
+                values[dtype] = np.array(picks).astype(dtype.np_dtype)
+        return Palette(values, float(rng.uniform(0.3, 0.9)))
+
+
+def draw_array(shape: Sequence[int], dtype: DType, rng: np.random.Generator,
+               palette: Palette) -> np.ndarray:
+    """A random array whose elements come from ``palette`` with its probability."""
+    shape = tuple(shape)
+    arr = np.asarray(_ordinary(dtype, rng, shape), dtype=dtype.np_dtype).reshape(shape)
+    pool = palette.values[dtype]
+    mask = rng.random(shape) < palette.p_special
+    if mask.any():
+        arr[mask] = pool[rng.integers(len(pool), size=int(mask.sum()))]
+    return arr
+
+
+def precondition_mask(g: Guard, arrays: dict[str, np.ndarray]) -> tuple[str, np.ndarray]:
+    """(variable, elementwise truth) of one precondition over drawn arrays."""
+    if isinstance(g.lhs, AFn):
+        arg = g.lhs.args[0]
+        assert isinstance(arg, TRef)
+        with np.errstate(all="ignore"):
+            return arg.name, np.asarray(PRECONDITIONS[g.lhs.fn].impl(arrays[arg.name]))
+    assert isinstance(g.lhs, TRef) and isinstance(g.rhs, AConst) and g.op is not None
+    a = arrays[g.lhs.name]
+    with np.errstate(all="ignore"):
+        ops = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
+               ">": np.greater, ">=": np.greater_equal}
+        return g.lhs.name, np.asarray(ops[g.op](a, np.asarray(g.rhs.value).astype(a.dtype)))
+
+
+def impose(pre: Sequence[Guard], arrays: dict[str, np.ndarray],
+           rng: np.random.Generator) -> bool:
+    """Redraw elements that break the preconditions; False if some cannot be satisfied."""
+    for g in pre:
+        name, ok = precondition_mask(g, arrays)
+        if ok.all():
+            continue
+        a = arrays[name]
+        dtype = DType.from_numpy(a.dtype)
+        assert dtype is not None
+        candidates = np.concatenate([
+            np.array(special_values(dtype), dtype=a.dtype),
+            np.asarray(_ordinary(dtype, rng, (64,)), dtype=a.dtype)])
+        _, good = precondition_mask(g, {name: candidates})
+        if not good.any():
+            return False
+        pool = candidates[good]
+        bad = ~ok
+        a[bad] = pool[rng.integers(len(pool), size=int(bad.sum()))]
+    return all(precondition_mask(g, arrays)[1].all() for g in pre)
