@@ -8,6 +8,7 @@ shape rules can say "provably equal", "provably different" or "unknown until run
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import product as cartesian
@@ -91,9 +92,7 @@ class Dim:
         """A dim from an integer, a symbol name or a dim."""
         if isinstance(value, Dim):
             return value
-        if isinstance(value, str):
-            return Dim((((value,), 1),))
-        return Dim._norm({(): int(value)})
+        return _dim_of(value if isinstance(value, str) else int(value))
 
     @staticmethod
     def _norm(terms: Mapping[Monomial, int]) -> Dim:
@@ -146,6 +145,9 @@ class Dim:
         return total
 
     def __str__(self) -> str:
+        return _dim_text(self.terms)
+
+    def _text(self) -> str:
         if not self.terms:
             return "0"
         parts = []
@@ -158,6 +160,18 @@ class Dim:
 
     def __repr__(self) -> str:
         return f"Dim({self})"
+
+
+@functools.lru_cache(maxsize=4096)
+def _dim_of(value: int | str) -> Dim:
+    if isinstance(value, str):
+        return Dim((((value,), 1),))
+    return Dim._norm({(): value})
+
+
+@functools.lru_cache(maxsize=4096)
+def _dim_text(terms: tuple[tuple[Monomial, int], ...]) -> str:
+    return Dim(terms)._text()
 
 
 def dims_product(dims: Iterable[Dim]) -> Dim:
@@ -201,7 +215,12 @@ class TensorType:
         return TensorType(self.dtype, tuple(d.subst(env) for d in self.dims))
 
     def __str__(self) -> str:
-        return f"{self.dtype}[{', '.join(str(d) for d in self.dims)}]"
+        return _type_text(self)
+
+
+@functools.lru_cache(maxsize=4096)
+def _type_text(t: TensorType) -> str:
+    return f"{t.dtype}[{', '.join(str(d) for d in t.dims)}]"
 
 
 def format_dims(dims: Iterable[Dim]) -> str:

@@ -9,13 +9,15 @@ and the verifier both draw their instances from here.
 
 from __future__ import annotations
 
+import functools
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tcp_rules.build import Literal, Operand, Scalar, make_apply, make_splat
 from tcp_rules.ir import Param, Value
-from tcp_rules.ops import ShapeError
+from tcp_rules.ops import OpDef, ShapeError
 from tcp_rules.rules.functions import EvalError
 from tcp_rules.rules.model import (
     ABin,
@@ -75,6 +77,32 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+@functools.cache
+def feasible(op: OpDef, index: int) -> frozenset[tuple[int, DType]]:
+    """(rank, dtype) pairs that operand ``index`` of ``op`` can have in some well-typed use.
+
+    Probed once per op from its own shape rule, with every dim one symbol so that shape
+    equalities hold; a necessary condition that cuts most candidates for matmul, reductions,
+    transcendental ops and the like.
+    """
+    size = Dim.of("S")
+    kinds = [(r, d) for r in range(MAX_RANK + 1) for d in DType]
+    arity = max(len(op.operands), index + 1)
+    out: set[tuple[int, DType]] = set()
+    for combo in itertools.product(kinds, repeat=arity):
+        if combo[index] in out:
+            continue
+        types = [TensorType(d, (size,) * r) for r, d in combo]
+        for attrs in op.attr_space(types, lambda: size):
+            try:
+                op.infer(types, {**{a.name: a.default for a in op.attrs}, **attrs})
+            except (ShapeError, KeyError, TypeError):
+                continue
+            out.add(combo[index])
+            break
+    return frozenset(out)
+
+
 class Budget:
     """Counts shape checks so that enumeration of a very general rule stays bounded."""
 
@@ -94,9 +122,12 @@ class Enumerator:
     """Yields the well-typed instances of ``pattern`` whose guards may hold."""
 
     def __init__(self, pattern: Pattern, guards: Sequence[Guard] = (),
-                 dtypes: Sequence[DType] = DEFAULT_DTYPES, budget: int = 200_000):
+                 dtypes: Sequence[DType] = DEFAULT_DTYPES, budget: int = 200_000,
+                 limit: int = 4000):
         self.pattern, self.guards, self.dtypes = pattern, guards, tuple(dtypes)
         self.budget = Budget(budget)
+        self.limit = limit  # complete instances yielded at most
+        self.yielded = 0
         self.env = Env()
         self.consts = const_vars(guards)
         self.symbols: list[Dim] = []  # symbols in use, oldest first
@@ -111,7 +142,10 @@ class Enumerator:
             if isinstance(value, Literal):
                 continue
             if all(holds(g, self.env, undecided=True) for g in self.guards):
+                self.yielded += 1
                 yield Instance(self.env.copy(), value)
+                if self.yielded >= self.limit:
+                    return
 
     # tensor variables -----------------------------------------------------------------------
 
@@ -121,19 +155,24 @@ class Enumerator:
         hint = self.sibling_hint(parent, len(siblings), siblings)
         if hint is not None:
             return hint
+        ok = feasible(parent.op, min(len(siblings), len(parent.op.operands) - 1)) \
+            if parent is not None and parent.op.operands else None
         out: list[TensorType] = []
         stem = name.upper()
         for rank in range(MAX_RANK + 1):
+            dtypes = [dt for dt in self.dtypes if ok is None or (rank, dt) in ok]
+            if not dtypes:
+                continue
             for dims in self.dim_choices(stem, rank, []):
-                out.extend(TensorType(dt, tuple(dims)) for dt in self.dtypes)
+                out.extend(TensorType(dt, tuple(dims)) for dt in dtypes)
         return out
 
     def dim_choices(self, stem: str, rank: int, prefix: list[Dim]) -> Iterator[list[Dim]]:
         if len(prefix) == rank:
             yield list(prefix)
             return
-        known = [*self.symbols[-4:], *(d for d in prefix if d.symbol and d not in self.symbols)]
-        options = [*dict.fromkeys(known), Dim.of(f"{stem}{len(prefix)}"), Dim.of(1)]
+        known = [*self.symbols[-3:], *(d for d in prefix if d.symbol and d not in self.symbols)]
+        options = [Dim.of(f"{stem}{len(prefix)}"), Dim.of(1), *dict.fromkeys(known)]
         for d in options:
             yield from self.dim_choices(stem, rank, [*prefix, d])
 
@@ -198,14 +237,19 @@ class Enumerator:
             yield from self.gen_args(p, [*done, v])
 
     def gen_op(self, p: POp) -> Iterator[Value]:
+        defaults = {a.name: a.default for a in p.op.attrs}
         for args in self.gen_args(p, []):
+            types = None if any(isinstance(a, Literal) for a in args) else [
+                a.type for a in args if isinstance(a, Value)]
             for attrs, new in self.attr_choices(p, args):
                 try:
                     if not self.budget.spend():
                         return
                     try:
+                        if types is not None:  # cheap rejection before building the value
+                            p.op.infer(types, {**defaults, **attrs})
                         yield make_apply(p.op, args, attrs)
-                    except (ShapeError, EvalError):
+                    except (ShapeError, EvalError, KeyError, TypeError):
                         continue
                 finally:
                     for n in new:

@@ -6,6 +6,7 @@ Rule files are data: loading one parses text and never executes anything from it
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,7 +112,7 @@ class Loader:
 
 
 def load_rules(paths: Sequence[str | Path], *, check: bool = True,
-               type_budget: int = 100_000) -> RuleLibrary:
+               type_budget: int = 10_000) -> RuleLibrary:
     """Load, resolve and check rule files (directories are searched for *.tcpr).
 
     Raises TcpError listing every problem found in any file.
@@ -141,4 +142,11 @@ def load_rules(paths: Sequence[str | Path], *, check: bool = True,
 
 def load_standard_library(check: bool = False) -> RuleLibrary:
     """The bundled standard rule library (checked by the test suite and ``tcpr check``)."""
+    files = standard_library_files()
+    stamp = tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+    return _load_cached(stamp, check)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_cached(stamp: tuple[tuple[str, int, int], ...], check: bool) -> RuleLibrary:
     return load_rules(standard_library_files(), check=check)
