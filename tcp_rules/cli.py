@@ -13,20 +13,23 @@ from pathlib import Path
 import numpy as np
 
 from tcp_rules.diagnostics import TcpError
+from tcp_rules.egraph.saturate import Limits
 from tcp_rules.inputs import load_inputs, random_inputs, save_results
-from tcp_rules.ir import Func
 from tcp_rules.ops import OPS
+from tcp_rules.optimize import OptOptions
 from tcp_rules.pipeline import (
     PROGRAM_STAGES,
     EmitStop,
     Emitter,
     load_module_file,
+    optimize_func,
     run_func,
     select_func,
 )
-from tcp_rules.printer import format_type
+from tcp_rules.printer import format_type, print_func
 from tcp_rules.resources import example_paths
-from tcp_rules.rules.library import RuleLibrary, load_rules
+from tcp_rules.rules.library import RuleLibrary, load_rules, load_standard_library
+from tcp_rules.rules.model import CLASSES
 from tcp_rules.rules.printer import format_guards, format_rules
 from tcp_rules.verify import PROFILES, verify_files
 from tcp_rules.verify.report import format_verdict, report_json
@@ -138,31 +141,88 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _demo_one(path: Path, sizes: dict[str, int], seed: int) -> tuple[Func, str]:
-    module = load_module_file(path)
-    func = module.funcs[0]
+def _demo_one(path: Path, lib: RuleLibrary, sizes: dict[str, int], seed: int) -> str:
+    func = load_module_file(path).funcs[0]
+    result = optimize_func(func, lib.rules, OptOptions(limits=Limits(seconds=5.0)))
     inputs = random_inputs(func, sizes, default_size=64, seed=seed)
     start = time.perf_counter()
-    results = run_func(func, inputs, "reference")
+    before = run_func(func, inputs, "reference")
+    after = run_func(result.func, inputs, "reference")
     ms = (time.perf_counter() - start) * 1e3
     shapes = ", ".join(f"{p.param}{list(a.shape)}" for p, a in zip(func.params, inputs,
                                                                    strict=True))
-    lines = [f"{path.name}: func {func.name}, {len(func.ops())} ops, inputs {shapes}",
-             f"  reference engine: {ms:.2f} ms"]
-    for i, r in enumerate(results):
-        lines.append(f"  result{i} {format_type(func.result_types[i])} -> {r.dtype}"
-                     f"{list(r.shape)}: mean {float(np.mean(r)):.6g}, "
-                     f"min {float(np.min(r)):.6g}, max {float(np.max(r)):.6g}")
-    return func, "\n".join(lines)
+    r = result.report
+    lines = [f"== {path.name}: func {func.name}, inputs {shapes}",
+             f"  optimized in {r.seconds:.2f} s: {r.stop_reason} after {len(r.iterations)} "
+             f"iterations, {r.iterations[-1]['enodes'] if r.iterations else 0} e-nodes, "
+             f"{sum(1 for k in r.matches.values() if k)} rules matched",
+             f"  cost {r.cost_before:.6g} -> {r.cost_after:.6g}"
+             + (" (original kept)" if r.kept_original else ""),
+             *(f"  | {line}" for line in print_func(result.func).splitlines())]
+    for i, (a, b) in enumerate(zip(before, after, strict=True)):
+        err = float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)), initial=0.0))
+        lines.append(f"  result{i} {format_type(func.result_types[i])}: original vs optimized "
+                     f"on the reference engine, max |difference| {err:.3g}; mean "
+                     f"{float(np.mean(b)):.6g}")
+    lines.append(f"  both runs: {ms:.1f} ms")
+    return "\n".join(lines)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     sizes = _sizes(args.size)
-    print("tcp-rules demo: type-check and run each bundled example on seeded random inputs")
-    print(f"(symbolic dims default to 64; seed {args.seed})\n")
+    lib = load_standard_library()
+    print("tcp-rules demo: optimize each bundled example with the standard rule library "
+          f"({len(lib.rules)} rules, classes exact and approx),")
+    print(f"then run original and optimized program on seeded random inputs (symbolic dims "
+          f"default to 64; seed {args.seed})\n")
     for path in example_paths():
-        _, text = _demo_one(path, sizes, args.seed)
-        print(text)
+        print(_demo_one(path, lib, sizes, args.seed) + "\n")
+    return 0
+
+
+def _opt_options(args: argparse.Namespace) -> OptOptions:
+    allow = tuple(c.strip() for c in args.allow.split(",") if c.strip())
+    bad = [c for c in allow if c not in CLASSES]
+    if bad:
+        raise TcpError.at(f"--allow: unknown class '{bad[0]}' (classes: {', '.join(CLASSES)})")
+    for name, value in (("--iter-limit", args.iter_limit), ("--node-limit", args.node_limit),
+                        ("--time-limit", args.time_limit)):
+        if value <= 0:
+            raise TcpError.at(f"{name} must be positive")
+    return OptOptions(allow=allow, extractor=args.extractor, isolate=not args.no_isolate,
+                      limits=Limits(args.iter_limit, args.node_limit, args.time_limit))
+
+
+def _rules(paths: Sequence[str] | None) -> RuleLibrary:
+    return load_rules(_expand(paths)) if paths else load_standard_library()
+
+
+def cmd_opt(args: argparse.Namespace) -> int:
+    stage = {"program": "optimized"}.get(args.emit, args.emit)
+    try:
+        module = load_module_file(args.program, Emitter(stage))
+    except EmitStop:
+        return 0
+    funcs = [select_func(module, args.func)] if args.func else list(module.funcs)
+    lib, options = _rules(args.rules), _opt_options(args)
+    results = []
+    for func in funcs:
+        try:
+            results.append(optimize_func(func, lib.rules, options, Emitter(stage)))
+        except EmitStop:
+            continue
+    if stage is not None:
+        return 0
+    if args.json:
+        print(json.dumps({"funcs": [{"name": r.original.name, "program": print_func(r.func),
+                                     "report": r.report.to_json()} for r in results]},
+                         indent=2))
+        return 0
+    for r in results:
+        print(print_func(r.func))
+        print("\n".join(f"# {line}" for line in
+                        [f"optimization report for func {r.original.name}:",
+                         *r.report.render().splitlines()]))
     return 0
 
 
@@ -234,6 +294,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--size", action="append", default=[], metavar="SYM=N")
     p.set_defaults(fn=cmd_demo)
+
+    p = sub.add_parser("opt", help="optimize a program by equality saturation")
+    p.add_argument("program")
+    p.add_argument("--func", help="optimize only this func")
+    p.add_argument("--rules", nargs="+", metavar="FILE",
+                   help="rule files or directories (default: the standard library)")
+    p.add_argument("--allow", default="exact,approx",
+                   help="soundness classes the optimizer may use (default: exact,approx)")
+    p.add_argument("--iter-limit", type=int, default=Limits.iterations)
+    p.add_argument("--node-limit", type=int, default=Limits.nodes)
+    p.add_argument("--time-limit", type=float, default=Limits.seconds, metavar="S")
+    p.add_argument("--extractor", choices=("tree", "dag", "ilp"), default="dag")
+    p.add_argument("--json", action="store_true", help="programs and reports as JSON")
+    p.add_argument("--emit", choices=("ast", "egglog", "report", "program"),
+                   help="print this stage and stop (program: the optimized program)")
+    p.add_argument("--no-isolate", action="store_true",
+                   help="saturate in this process (the time limit is then checked between "
+                        "iterations only)")
+    p.set_defaults(fn=cmd_opt)
 
     p = sub.add_parser("verify", help="check each rule's soundness class against NumPy")
     p.add_argument("files", nargs="+", help=".tcpr files or directories")

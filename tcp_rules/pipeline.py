@@ -1,8 +1,7 @@
 """The pipeline: one function of named stages; ``--emit STAGE`` prints a stage and stops there.
 
-    source ─parse─▶ ast ─typecheck─▶ program ─run─▶ results
-
-Later stages (rules, egglog, report, kernels, llvm) join this list as they are built.
+    source ─parse─▶ ast ─typecheck─▶ program ─(rules: egglog ─saturate─▶ report)─▶ optimized
+           ─run─▶ results
 """
 
 from __future__ import annotations
@@ -14,14 +13,19 @@ from pathlib import Path
 import numpy as np
 
 from tcp_rules.diagnostics import Source, TcpError
+from tcp_rules.egraph.encode import Tables
+from tcp_rules.egraph.saturate import build_text
 from tcp_rules.elaborate import elaborate
 from tcp_rules.grammar.ast import format_ast
 from tcp_rules.grammar.parser import parse_program, read_source
 from tcp_rules.interpret import evaluate
 from tcp_rules.ir import Func, Module
-from tcp_rules.printer import print_module
+from tcp_rules.optimize import OptOptions, OptResult, optimize, select_rules
+from tcp_rules.printer import print_func, print_module
+from tcp_rules.rules.model import Rule
 
 PROGRAM_STAGES = ("ast", "program")
+OPT_STAGES = ("egglog", "report", "optimized")
 
 
 class EmitStop(Exception):
@@ -70,6 +74,17 @@ def select_func(module: Module, name: str | None) -> Func:
     except KeyError:
         names = ", ".join(f.name for f in module.funcs)
         raise TcpError.at(f"no func named '{name}' (funcs: {names})") from None
+
+
+def optimize_func(func: Func, rules: Sequence[Rule], options: OptOptions,
+                  emit: Emitter | None = None) -> OptResult:
+    """Saturate and extract, emitting the ``egglog``, ``report`` and ``optimized`` stages."""
+    emit = emit or Emitter()
+    emit("egglog", lambda: build_text(func, select_rules(rules, options.allow), Tables())[0])
+    result = optimize(func, rules, options)
+    emit("report", result.report.render)
+    emit("optimized", lambda: print_func(result.func))
+    return result
 
 
 def run_func(func: Func, inputs: Sequence[np.ndarray], engine: str = "reference",

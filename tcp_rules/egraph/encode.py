@@ -1,0 +1,438 @@
+"""Programs and rules as egglog text.
+
+A program becomes let-bindings, one per value (shared subterms stay shared), each with its type
+set. A rule becomes an egglog rule: the matched side and every guard and computed attribute in
+the query (so an undefined value just means no match), the union in the actions.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+from tcp_rules.diagnostics import TcpError
+from tcp_rules.egraph.schema import _vec, constructor
+from tcp_rules.ir import Apply, Func, Param
+from tcp_rules.ops import AttrKind, OpDef
+from tcp_rules.rules.functions import Sort
+from tcp_rules.rules.model import (
+    ABin,
+    AConst,
+    AFn,
+    AList,
+    AttrExpr,
+    AVar,
+    Guard,
+    Pattern,
+    PLit,
+    POp,
+    PVar,
+    Rule,
+    TRef,
+)
+from tcp_rules.types import DenseData, Dim, DType
+
+MAX_EXACT_INT = 2**53  # integer constants beyond this lose bits as float64
+
+
+def scalar_bits(v: int | float | bool) -> int:
+    """The identity of a scalar in the e-graph: the bits of its float64 value."""
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_EXACT_INT:
+        raise TcpError.at(f"integer constant {v} is too large for the optimizer "
+                          f"(|value| <= 2**53)")
+    return int(struct.unpack("<q", struct.pack("<d", float(v)))[0])
+
+
+def bits_scalar(bits: int, dtype: DType) -> int | float | bool:
+    """The scalar a bit pattern stands for, as the program would write it for ``dtype``."""
+    f = struct.unpack("<d", struct.pack("<q", bits))[0]
+    if dtype.is_float:
+        return float(f)
+    return bool(f) if dtype is DType.I1 else int(f)
+
+
+# An absent clamp bound (clamp(x) without max=): a NaN payload no literal can produce.
+NONE_BOUND = 0x7FF0_0000_0000_0BAD
+
+
+@dataclass
+class Tables:
+    """Ids the encoding hands out: symbolic dims, dense constants, scalars used in guards."""
+
+    dims: dict[Dim, int] = field(default_factory=dict)
+    dense: list[DenseData] = field(default_factory=list)
+    scalars: set[int] = field(default_factory=set)
+
+    def dim_id(self, d: Dim) -> int:
+        """A constant is itself; a symbolic dim gets a negative id."""
+        c = d.const
+        if c is not None and c >= 0:
+            return c
+        if d not in self.dims:
+            self.dims[d] = -1 - len(self.dims)
+        return self.dims[d]
+
+    def dim_of(self, i: int) -> Dim:
+        if i >= 0:
+            return Dim.of(i)
+        for d, j in self.dims.items():
+            if j == i:
+                return d
+        raise KeyError(i)
+
+    def dense_id(self, data: DenseData) -> int:
+        if data not in self.dense:
+            self.dense.append(data)
+        return self.dense.index(data)
+
+    def scalar(self, v: int | float | bool) -> int:
+        bits = scalar_bits(v)
+        self.scalars.add(bits)
+        return bits
+
+    def scalar_rows(self) -> str:
+        rows = []
+        for b in sorted(self.scalars):
+            f = struct.unpack("<d", struct.pack("<q", b))[0]
+            if f == f and abs(f) != float("inf"):  # guards compare finite values only
+                rows.append(f"(set (scalar {b}) {_f64(f)})")
+        return "\n".join(rows) + "\n" if rows else ""
+
+
+def _f64(f: float) -> str:
+    text = repr(float(f))
+    return text if ("." in text or "e" in text or "inf" in text or "nan" in text) else text + ".0"
+
+
+def attr_text(kind: AttrKind, value: Any, tables: Tables) -> str:
+    """A concrete attribute value as an egglog literal."""
+    match kind:
+        case AttrKind.INT:
+            return str(value)
+        case AttrKind.INTS:
+            return _vec(value)
+        case AttrKind.DIMS:
+            return _vec(tables.dim_id(Dim.of(d)) for d in value)
+        case AttrKind.DTYPE:
+            return f'"{value}"'
+        case AttrKind.SCALAR:
+            return str(NONE_BOUND if value is None else tables.scalar(value))
+        case AttrKind.BOOL:
+            return "true" if value else "false"
+        case AttrKind.DATA:
+            return str(tables.dense_id(value))
+    raise AssertionError(kind)
+
+
+def _operands(op: OpDef, parts: list[str]) -> str:
+    if op.variadic:
+        tail = "(TNil)"
+        for p in reversed(parts):
+            tail = f"(TCons {p} {tail})"
+        return tail
+    return " ".join(parts)
+
+
+def encode_program(func: Func, tables: Tables) -> tuple[str, dict[int, str]]:
+    """Let-bindings for every value of ``func`` with its type; returns (text, value id -> name)."""
+    names: dict[int, str] = {}
+    lines = []
+    for i, v in enumerate(func.values()):
+        name = f"$v{i}"
+        names[id(v)] = name
+        if isinstance(v, Param):
+            expr = f'(Param "{v.param}")'
+        else:
+            assert isinstance(v, Apply)
+            parts = [names[id(o)] for o in v.operands]
+            attrs = [attr_text(spec.kind, a, tables) for spec, (_, a) in zip(v.op.attrs, v.attrs,
+                                                                              strict=True)]
+            expr = f"({constructor(v.op)} {_operands(v.op, parts)} {' '.join(attrs)})"
+            expr = re.sub(r"\s+\)", ")", expr)
+        lines.append(f"(let {name} {expr})")
+        lines.append(f"(set (dims {name}) {attr_text(AttrKind.DIMS, v.type.dims, tables)})")
+        lines.append(f'(set (dt {name}) "{v.type.dtype}")')
+    return "\n".join(lines) + "\n", names
+
+
+class Unencodable(Exception):
+    """A rule uses something egglog cannot compute here; it is left out and reported."""
+
+
+_NAME = re.compile(r"[^A-Za-z0-9_]")
+
+
+def _var(prefix: str, name: str) -> str:
+    return f"{prefix}_{_NAME.sub('_', name)}"
+
+
+class RuleEncoder:
+    """One direction of one rule as an egglog rule."""
+
+    def __init__(self, rule: Rule, label: str, frm: Pattern, to: Pattern, tables: Tables):
+        self.rule, self.label, self.frm, self.to, self.tables = rule, label, frm, to, tables
+        self.atoms: list[str] = []
+        self.count = 0
+        self.bound: dict[str, str] = {}  # memo of bound lookups (dims of x, ...)
+
+    def fresh(self, stem: str = "v") -> str:
+        self.count += 1
+        return f"{stem}{self.count}"
+
+    def bind(self, expr: str, stem: str = "v") -> str:
+        if expr in self.bound:
+            return self.bound[expr]
+        var = self.fresh(stem)
+        self.atoms.append(f"(= {var} {expr})")
+        self.bound[expr] = var
+        return var
+
+    # the matched side ----------------------------------------------------------------------
+
+    def match(self, p: Pattern) -> str:
+        match p:
+            case PVar(name=n):
+                return _var("x", n)
+            case PLit(value=v):
+                var = self.fresh("lit")
+                self.atoms.append(f"(= {var} (Splat {self.tables.scalar(v)} "
+                                  f"{self.fresh('lt')} {self.fresh('ld')}))")
+                return var
+            case POp(op=op, args=args, attrs=attrs):
+                parts = [self.match(a) for a in args]
+                texts = [self.match_attr(op, name, e) for name, e in attrs]
+                var = self.fresh("e")
+                self.atoms.append(f"(= {var} ({constructor(op)} {_operands(op, parts)} "
+                                  f"{' '.join(texts)}))".replace(" )", ")"))
+                return var
+        raise AssertionError(p)
+
+    def match_attr(self, op: OpDef, name: str, e: AttrExpr | None) -> str:
+        spec = op.attr(name)
+        assert spec is not None
+        if e is None:
+            return str(NONE_BOUND)
+        if isinstance(e, AVar):
+            return _var("a", e.name)
+        assert isinstance(e, AConst)
+        return attr_text(spec.kind, e.value, self.tables)
+
+    # attribute expressions -----------------------------------------------------------------
+
+    def tensor(self, e: AttrExpr) -> str:
+        assert isinstance(e, TRef)
+        return _var("x", e.name)
+
+    def dims(self, x: str) -> str:
+        return self.bind(f"(dims {x})", "d")
+
+    def dtype(self, x: str) -> str:
+        return self.bind(f"(dt {x})", "t")
+
+    def splat_bits(self, x: str) -> str:
+        key = f"splat {x}"
+        if key not in self.bound:
+            bits = self.fresh("cb")
+            self.atoms.append(f"(= {x} (Splat {bits} {self.fresh('ct')} {self.fresh('cd')}))")
+            self.bound[key] = bits
+        return self.bound[key]
+
+    def expr(self, e: AttrExpr, want: str) -> str:
+        """An egglog expression for ``e`` of egglog sort ``want``, its lookups bound."""
+        match e:
+            case AVar(name=n):
+                return _var("a", n)
+            case AConst(value=v, sort=sort):
+                return self.const(v, sort, want)
+            case AList(items=items):
+                return self.bind(f"(vec-of {' '.join(self.expr(i, 'i64') for i in items)})")
+            case ABin(op=op, lhs=a, rhs=b, sort=sort):
+                x, y = self.expr(a, "i64"), self.expr(b, "i64")
+                if sort is Sort.DIM:  # arithmetic on dim ids is only meaningful on constants
+                    self.atoms.extend([f"(>= {x} 0)", f"(>= {y} 0)"])
+                return self.bind(f"({op} {x} {y})")
+            case AFn():
+                return self.call(e, want)
+        raise Unencodable(f"cannot encode {e}")
+
+    def const(self, v: Any, sort: Sort, want: str) -> str:
+        if want == "f64":
+            return _f64(float(v))
+        if isinstance(v, DType):
+            return f'"{v}"'
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, tuple):
+            return _vec(self.tables.dim_id(Dim.of(x)) if isinstance(x, Dim) else x for x in v)
+        if isinstance(v, Dim):
+            return str(self.tables.dim_id(v))
+        if isinstance(v, float):
+            if not v.is_integer():
+                raise Unencodable(f"non-integer {v} where an integer is needed")
+            return str(int(v))
+        return str(v)
+
+    def call(self, e: AFn, want: str) -> str:
+        a = e.args
+        match e.fn:
+            case "shape":
+                return self.dims(self.tensor(a[0]))
+            case "rank":
+                return self.bind(f"(vec-length {self.dims(self.tensor(a[0]))})")
+            case "dim":
+                return self.bind(f"(vec-get {self.dims(self.tensor(a[0]))} "
+                                 f"{self.expr(a[1], 'i64')})")
+            case "dtype":
+                return self.dtype(self.tensor(a[0]))
+            case "value":  # bits where an attribute is built, the float value in comparisons
+                bits = self.splat_bits(self.tensor(a[0]))
+                return bits if want == "i64" else self.bind(f"(scalar {bits})", "s")
+            case "compose":
+                p, q = self.expr(a[0], "IVec"), self.expr(a[1], "IVec")
+                return self.bind(f'(unstable-vec-map (unstable-fn "vec-get" {p}) {q})')
+            case "take":
+                s, idx = self.expr(a[0], "IVec"), self.expr(a[1], "IVec")
+                return self.bind(f'(unstable-vec-map (unstable-fn "vec-get" {s}) {idx})')
+            case "remove":
+                s, idx = self.expr(a[0], "IVec"), self.expr(a[1], "IVec")
+                sel = self.bind(f"(keep-sel (vec-length {s}) (sorted {idx}))")
+                return self.bind(f'(unstable-vec-map (unstable-fn "vec-get" {s}) {sel})')
+            case "cat":
+                return self.bind(f"(vec-append {self.expr(a[0], 'IVec')} "
+                                 f"{self.expr(a[1], 'IVec')})")
+            case "at":
+                return self.bind(f"(vec-get {self.expr(a[0], 'IVec')} {self.expr(a[1], 'i64')})")
+            case "len":
+                return self.bind(f"(vec-length {self.expr(a[0], 'IVec')})")
+            case "inverse" | "sort" | "range":
+                table = {"inverse": "inverse", "sort": "sorted", "range": "iota"}[e.fn]
+                arg = self.expr(a[0], "i64" if e.fn == "range" else "IVec")
+                return self.bind(f"({table} {arg})")
+            case "reduced_perm":
+                return self.bind(f"(reduced-perm {self.expr(a[0], 'IVec')} "
+                                 f"(sorted {self.expr(a[1], 'IVec')}))")
+        raise Unencodable(f"function {e.fn} has no egglog encoding")
+
+    def guard(self, g: Guard) -> None:
+        if g.op is None:
+            self.predicate(g.lhs)
+            return
+        assert g.rhs is not None
+        sorts = {g.lhs.sort, g.rhs.sort}
+        want = "f64" if Sort.SCALAR in sorts else (
+            "IVec" if sorts & {Sort.INTS, Sort.DIMS} else "i64")
+        x, y = self.expr(g.lhs, want), self.expr(g.rhs, want)
+        if g.op in ("<", "<=", ">", ">=") and Sort.DIM in sorts:
+            self.atoms.extend([f"(>= {x} 0)", f"(>= {y} 0)"])  # order only constant sizes
+        self.atoms.append(f"(= {x} {y})" if g.op == "==" else f"({g.op} {x} {y})")
+
+    def predicate(self, e: AttrExpr) -> None:
+        if not isinstance(e, AFn):
+            raise Unencodable(f"predicate {e}")
+        match e.fn:
+            case "is_float" | "is_int" | "is_bool":
+                table = e.fn.replace("_", "-")
+                t = self.dtype(self.tensor(e.args[0]))
+                self.atoms.append(f"(= ({table} {t}) true)")
+            case "is_const":
+                self.splat_bits(self.tensor(e.args[0]))
+            case "is_identity":
+                p = self.expr(e.args[0], "IVec")
+                self.atoms.append(f"(= {p} (iota (vec-length {p})))")
+            case "is_sorted":
+                p = self.expr(e.args[0], "IVec")
+                self.atoms.append(f"(= {p} (sorted {p}))")
+            case _:
+                raise Unencodable(f"predicate {e.fn}")
+
+    # the produced side ---------------------------------------------------------------------
+
+    def build(self, p: Pattern, context: str | None) -> str:
+        """A term for ``p``; ``context`` is an e-class var whose type a literal takes."""
+        match p:
+            case PVar(name=n):
+                return _var("x", n)
+            case PLit(value=v):
+                if context is None:
+                    raise Unencodable("a literal whose type the context does not give")
+                return (f"(Splat {self.tables.scalar(v)} {self.dims(context)} "
+                        f"{self.dtype(context)})")
+            case POp(op=op, args=args, attrs=attrs):
+                ctx = self.literal_context(op, args) if any(isinstance(a, PLit) for a in args) \
+                    else None
+                parts = [self.build(a, ctx) for a in args]
+                texts = []
+                for name, e in attrs:
+                    spec = op.attr(name)
+                    assert spec is not None
+                    if e is None:
+                        texts.append(str(NONE_BOUND))
+                    elif isinstance(e, AConst):
+                        texts.append(attr_text(spec.kind, e.value, self.tables))
+                    else:
+                        texts.append(self.expr(e, _egg_sort(spec.kind)))
+                return (f"({constructor(op)} {_operands(op, parts)} {' '.join(texts)})"
+                        .replace(" )", ")"))
+        raise AssertionError(p)
+
+    def literal_context(self, op: OpDef, args: tuple[Pattern, ...]) -> str:
+        """A variable of the left side whose type a literal operand of ``op`` takes: an
+        elementwise op's operands share its type, so follow them down to a variable."""
+        if not _same_type_op(op):
+            raise Unencodable(f"a literal operand of {op.name}")
+        for a in args:
+            found = _typed_like(a)
+            if found is not None:
+                return _var("x", found)
+        raise Unencodable(f"a literal operand of {op.name} without a variable beside it")
+
+    def text(self, ruleset: str) -> str:
+        root = self.match(self.frm)
+        for g in self.rule.guards:
+            self.guard(g)
+        rhs = self.build(self.to, root if isinstance(self.to, PLit) else None)
+        name = self.rule.name + ("" if self.label == "=>" else "<=")
+        query = "\n       ".join(self.atoms)
+        return (f"(rule ({query})\n      ((union {root} {rhs}))\n"
+                f"      :ruleset {ruleset} :name \"{name}\")")
+
+
+def _same_type_op(op: OpDef) -> bool:
+    """Do the operands and the result of ``op`` all have one type?"""
+    return op.traits.elementwise and op.category in ("unary", "binary") and not op.fixed_dtypes
+
+
+def _typed_like(p: Pattern) -> str | None:
+    """A tensor variable with the type of ``p``, found through same-type ops."""
+    if isinstance(p, PVar):
+        return p.name
+    if isinstance(p, POp) and _same_type_op(p.op):
+        for a in p.args:
+            found = _typed_like(a)
+            if found is not None:
+                return found
+    return None
+
+
+def _egg_sort(kind: AttrKind) -> str:
+    return {AttrKind.INT: "i64", AttrKind.INTS: "IVec", AttrKind.DIMS: "IVec",
+            AttrKind.DTYPE: "String", AttrKind.SCALAR: "i64", AttrKind.BOOL: "bool",
+            AttrKind.DATA: "i64"}[kind]
+
+
+def ruleset_name(name: str) -> str:
+    """The egglog ruleset of a DSL ruleset."""
+    return _var("rs", name)
+
+
+def rule_ruleset(rule: Rule) -> str:
+    """Every rule has a ruleset of its own, so that one rule can be run alone (diagnosis)."""
+    return _var("r", rule.name)
+
+
+def encode_rule(rule: Rule, tables: Tables) -> list[str]:
+    """Egglog rules for each direction of ``rule`` (Unencodable if it cannot be expressed)."""
+    return [RuleEncoder(rule, label, frm, to, tables).text(rule_ruleset(rule))
+            for label, frm, to in rule.directions()]

@@ -1,0 +1,164 @@
+"""The egglog schema derived from the op table: one constructor per op, the type analysis, and
+lookup tables for the attribute functions egglog has no primitive for.
+
+Encodings: a tensor is an e-class of sort ``T``; concat's operands are a ``TL`` cons list.
+Attributes: ints are i64, lists are ``IVec`` (Vec i64), dtypes are strings, booleans are bool,
+scalars (splat values, clamp bounds) are the i64 bit pattern of their float64 value (so 0.0 and
+-0.0 stay distinct, which egglog's f64 equality would merge), and dims are i64 ids: a constant
+size is itself, a symbolic dim a negative id (see DimIds).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+
+from tcp_rules.ops import OPS, AttrKind, OpDef
+from tcp_rules.types import DType
+
+SORT_OF_ATTR = {AttrKind.INT: "i64", AttrKind.INTS: "IVec", AttrKind.DIMS: "IVec",
+                AttrKind.DTYPE: "String", AttrKind.SCALAR: "i64", AttrKind.BOOL: "bool",
+                AttrKind.DATA: "i64"}
+
+
+def constructor(op: OpDef) -> str:
+    """The egglog constructor of an op: reduce_sum -> ReduceSum."""
+    return "".join(part.capitalize() for part in op.name.split("_"))
+
+
+OP_OF_CONSTRUCTOR = {constructor(op): op for op in OPS.values()}
+
+
+def signature(op: OpDef) -> list[str]:
+    """The argument sorts of an op's constructor: operands, then attributes in table order."""
+    operands = ["TL"] if op.variadic else ["T"] * len(op.operands)
+    return operands + [SORT_OF_ATTR[a.kind] for a in op.attrs]
+
+
+def declarations() -> str:
+    """Sorts, constructors, the type functions and the helper tables' signatures."""
+    ctors = "\n".join(f"  ({constructor(op)} {' '.join(signature(op))})".replace(" )", ")")
+                      for op in OPS.values())
+    return f"""\
+(sort IVec (Vec i64))
+(sort IFn (UnstableFn (i64) i64))
+(datatype*
+ (T
+  (Param String)
+{ctors})
+ (TL (TNil) (TCons T TL)))
+; The type analysis: dims (dim ids) and dtype of every e-class; :no-merge makes a rule that
+; equates tensors of different types fail loudly instead of corrupting the graph.
+(function dims (T) IVec :no-merge)
+(function dt (T) String :no-merge)
+; Tables filled by the encoder for attribute functions egglog has no primitive for.
+(function is-float (String) bool :no-merge)
+(function is-int (String) bool :no-merge)
+(function is-bool (String) bool :no-merge)
+(function scalar (i64) f64 :no-merge)
+(function inverse (IVec) IVec :no-merge)
+(function sorted (IVec) IVec :no-merge)
+(function iota (i64) IVec :no-merge)
+(function keep-sel (i64 IVec) IVec :no-merge)
+(function reduce-sel (i64 IVec bool) IVec :no-merge)
+(function reduced-perm (IVec IVec) IVec :no-merge)
+"""
+
+
+def _vec(xs: Iterable[int]) -> str:
+    xs = list(xs)
+    return f"(vec-of {' '.join(map(str, xs))})" if xs else "(vec-empty)"
+
+
+def tables(max_rank: int) -> str:
+    """Rows of the helper tables for every rank up to ``max_rank``."""
+    rows = []
+    for d in DType:
+        rows.append(f'(set (is-float "{d}") {str(d.is_float).lower()})')
+        rows.append(f'(set (is-int "{d}") {str(d.is_int).lower()})')
+        rows.append(f'(set (is-bool "{d}") {str(d is DType.I1).lower()})')
+    for r in range(max_rank + 1):
+        rows.append(f"(set (iota {r}) {_vec(range(r))})")
+        subsets = [c for n in range(r + 1) for c in itertools.combinations(range(r), n)]
+        for axes in subsets:
+            kept = [i for i in range(r) if i not in axes]
+            rows.append(f"(set (keep-sel {r} {_vec(axes)}) {_vec(kept)})")
+            rows.append(f"(set (reduce-sel {r} {_vec(axes)} false) {_vec(kept)})")
+            # keepdims: a reduced axis reads index r of (vec-push dims 1), the appended 1
+            rows.append(f"(set (reduce-sel {r} {_vec(axes)} true) "
+                        f"{_vec(r if i in axes else i for i in range(r))})")
+        for perm in itertools.permutations(range(r)):
+            inv = [perm.index(i) for i in range(r)]
+            rows.append(f"(set (inverse {_vec(perm)}) {_vec(inv)})")
+            for axes in subsets:
+                gone = {perm[a] for a in axes}
+                kept = [v for v in perm if v not in gone]
+                order = {v: i for i, v in enumerate(sorted(kept))}
+                rows.append(f"(set (reduced-perm {_vec(perm)} {_vec(axes)}) "
+                            f"{_vec(order[v] for v in kept)})")
+    for n in range(max_rank + 1):  # every list of distinct axes
+        for seq in itertools.permutations(range(max_rank), n):
+            rows.append(f"(set (sorted {_vec(seq)}) {_vec(sorted(seq))})")
+    return "\n".join(dict.fromkeys(rows)) + "\n"
+
+
+def _elementwise_rule(op: OpDef) -> str:
+    c = constructor(op)
+    n = len(op.operands)
+    args = " ".join(f"a{i}" for i in range(n))
+    attrs = " ".join(f"k{i}" for i in range(len(op.attrs)))
+    first = 1 if op.name == "select" else 0  # select's type is that of its branches
+    dtype = '"i1"' if op.category == "compare" else ("k0" if op.name == "cast" else "t")
+    return (f"(rule ((= e ({c} {args} {attrs})) (= d (dims a{first})) (= t (dt a{first})))\n"
+            f"      ((set (dims e) d) (set (dt e) {dtype}))"
+            f" :ruleset types :name \"type-{op.name}\")")
+
+
+def analysis() -> str:
+    """The type analysis, by op category (elementwise ops keep their operands' shape)."""
+    rules = []
+    for op in OPS.values():
+        c = constructor(op)
+        if op.traits.elementwise:
+            rules.append(_elementwise_rule(op))
+        elif op.name == "splat":  # dense constants only come from programs, typed there
+            rules.append(f"(rule ((= e ({c} v s t))) ((set (dims e) s) (set (dt e) t)) "
+                         f":ruleset types :name \"type-{op.name}\")")
+        elif op.name in ("broadcast", "reshape"):
+            rules.append(f"(rule ((= e ({c} x s{' k' if op.name == 'broadcast' else ''})) "
+                         f"(= t (dt x))) ((set (dims e) s) (set (dt e) t)) "
+                         f":ruleset types :name \"type-{op.name}\")")
+        elif op.name == "slice":
+            rules.append("(rule ((= e (Slice x st sz sd)) (= t (dt x))) ((set (dims e) sz) "
+                         "(set (dt e) t)) :ruleset types :name \"type-slice\")")
+        elif op.name == "transpose":
+            rules.append("(rule ((= e (Transpose x p)) (= d (dims x)) (= t (dt x)))\n"
+                         "      ((set (dims e) (unstable-vec-map (unstable-fn \"vec-get\" d) p)) "
+                         "(set (dt e) t)) :ruleset types :name \"type-transpose\")")
+        elif op.category == "reduce":
+            rules.append(
+                f"(rule ((= e ({c} x axes keep)) (= d (dims x)) (= t (dt x))\n"
+                f"       (= sel (reduce-sel (vec-length d) (sorted axes) keep)))\n"
+                f"      ((set (dims e) (unstable-vec-map (unstable-fn \"vec-get\" "
+                f"(vec-push d 1)) sel)) (set (dt e) t)) :ruleset types :name \"type-{op.name}\")")
+        elif op.name == "matmul":
+            rules.append(
+                "(rule ((= e (Matmul a b)) (= da (dims a)) (= db (dims b)) (= t (dt a))\n"
+                "       (= 2 (vec-length da)))\n"
+                "      ((set (dims e) (vec-of (vec-get da 0) (vec-get db 1))) (set (dt e) t))"
+                " :ruleset types :name \"type-matmul\")")
+            rules.append(
+                "(rule ((= e (Matmul a b)) (= da (dims a)) (= db (dims b)) (= t (dt a))\n"
+                "       (= 3 (vec-length da)))\n"
+                "      ((set (dims e) (vec-of (vec-get da 0) (vec-get da 1) (vec-get db 2)))"
+                " (set (dt e) t)) :ruleset types :name \"type-matmul-batched\")")
+        elif op.name == "concat":
+            # Sizes add up only when both are constants (symbolic sums have no id here);
+            # concat nodes of the program itself are typed by the encoder.
+            rules.append(
+                "(rule ((= e (Concat (TCons a (TCons b (TNil))) k)) (= da (dims a))\n"
+                "       (= db (dims b)) (= t (dt a)) (>= (vec-get da k) 0) (>= (vec-get db k) 0))\n"
+                "      ((set (dims e) (vec-set da k (+ (vec-get da k) (vec-get db k))))"
+                " (set (dt e) t)) :ruleset types :name \"type-concat\")")
+        # gather: only ever comes from programs, which the encoder types directly
+    return "(ruleset types)\n" + "\n".join(rules) + "\n"

@@ -1,0 +1,182 @@
+"""Extractors behind one interface: tree (each use of a subterm paid for), greedy DAG (a shared
+subterm paid once), and exact ILP (scipy's milp, small e-graphs, with a time limit)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from tcp_rules.extract.cost import CostModel
+from tcp_rules.extract.snapshot import EClass, ENode, Snapshot
+
+INF = math.inf
+
+
+@dataclass
+class Extraction:
+    """A choice of one e-node per needed e-class; ``cost`` counts shared classes once."""
+
+    choice: dict[int, ENode]
+    cost: float
+    extractor: str
+    seconds: float
+    optimal: bool | None = None  # ILP: proved optimal
+
+
+def node_costs(snap: Snapshot, model: CostModel) -> dict[tuple[int, int], float]:
+    """The cost of each e-node alone, keyed by (class, index); inf where a type is unknown."""
+    out = {}
+    for c in snap.classes.values():
+        for i, n in enumerate(c.nodes):
+            kids = [snap.classes[k].type for k in n.children]
+            if c.type is None or any(t is None for t in kids):
+                out[(c.id, i)] = INF
+            else:
+                out[(c.id, i)] = model.node_cost(n, c.type, kids)  # type: ignore[arg-type]
+    return out
+
+
+def dag_cost(snap: Snapshot, choice: dict[int, ENode], costs: dict[tuple[int, int], float]
+             ) -> float:
+    """Total cost of the DAG the choice spans from the roots, each class counted once."""
+    seen: set[int] = set()
+    stack = list(snap.roots)
+    total = 0.0
+    while stack:
+        c = stack.pop()
+        if c in seen:
+            continue
+        seen.add(c)
+        n = choice[c]
+        total += costs[(c, snap.classes[c].nodes.index(n))]
+        stack.extend(n.children)
+    return total
+
+
+def tree(snap: Snapshot, model: CostModel) -> Extraction:
+    """Bottom-up fixpoint of cost(node) + sum of the children's best costs."""
+    start = time.perf_counter()
+    costs = node_costs(snap, model)
+    best: dict[int, float] = {c: INF for c in snap.classes}
+    pick: dict[int, ENode] = {}
+    changed = True
+    while changed:
+        changed = False
+        for c in snap.classes.values():
+            for i, n in enumerate(c.nodes):
+                total = costs[(c.id, i)] + sum(best[k] for k in n.children)
+                if total < best[c.id] - 1e-9:
+                    best[c.id], pick[c.id] = total, n
+                    changed = True
+    return _finish(snap, pick, costs, "tree", start)
+
+
+def greedy_dag(snap: Snapshot, model: CostModel) -> Extraction:
+    """Like tree, but a node's cost is that of the union of its children's sub-DAGs."""
+    start = time.perf_counter()
+    costs = node_costs(snap, model)
+    best: dict[int, tuple[float, dict[int, float]]] = {}
+    pick: dict[int, ENode] = {}
+    changed = True
+    while changed:
+        changed = False
+        for c in snap.classes.values():
+            for i, n in enumerate(c.nodes):
+                own = costs[(c.id, i)]
+                if own == INF or any(k not in best for k in n.children):
+                    continue
+                shared: dict[int, float] = {}
+                for k in n.children:
+                    shared.update(best[k][1])
+                if c.id in shared:  # the node would use its own class: a cycle
+                    continue
+                shared[c.id] = own
+                total = sum(shared.values())
+                if c.id not in best or total < best[c.id][0] - 1e-9:
+                    best[c.id], pick[c.id] = (total, shared), n
+                    changed = True
+    return _finish(snap, pick, costs, "dag", start)
+
+
+def ilp(snap: Snapshot, model: CostModel, time_limit: float = 10.0,
+        fallback: Callable[[Snapshot, CostModel], Extraction] = greedy_dag) -> Extraction:
+    """Exact DAG extraction as an integer program (acyclicity by topological levels).
+
+    Variables: x[n] picks e-node n, y[c] needs e-class c, level[c] orders classes. Falls back
+    to the greedy DAG choice if the solver finds nothing within ``time_limit``.
+    """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    start = time.perf_counter()
+    costs = node_costs(snap, model)
+    nodes = [(c.id, i, n) for c in snap.classes.values() for i, n in enumerate(c.nodes)
+             if costs[(c.id, i)] < INF]
+    cls = sorted(snap.classes)
+    ci = {c: len(nodes) + j for j, c in enumerate(cls)}
+    li = {c: len(nodes) + len(cls) + j for j, c in enumerate(cls)}
+    nv = len(nodes) + 2 * len(cls)
+    big = float(len(cls) + 1)
+    rows, lo, hi = [], [], []
+
+    def row(coeffs: dict[int, float], low: float, high: float) -> None:
+        r = np.zeros(nv)
+        for k, v in coeffs.items():
+            r[k] += v
+        rows.append(r)
+        lo.append(low)
+        hi.append(high)
+
+    for c in cls:  # a needed class picks one of its nodes
+        picks = {k: 1.0 for k, (cid, _, _) in enumerate(nodes) if cid == c}
+        row({**picks, ci[c]: -1.0}, 0.0, 0.0)
+    for k, (c, _, n) in enumerate(nodes):
+        for child in set(n.children):
+            row({ci[child]: 1.0, k: -1.0}, 0.0, math.inf)  # a picked node needs its children
+            # and sits above them: level[c] >= level[child] + 1 when picked
+            row({li[c]: 1.0, li[child]: -1.0, k: -big}, 1.0 - big, math.inf)
+    for r in snap.roots:
+        row({ci[r]: 1.0}, 1.0, 1.0)
+    objective = np.zeros(nv)
+    for k, (c, i, _) in enumerate(nodes):
+        objective[k] = costs[(c, i)]
+    integrality = np.array([1] * (len(nodes) + len(cls)) + [0] * len(cls))
+    upper = np.array([1.0] * (len(nodes) + len(cls)) + [big] * len(cls))
+    res = milp(objective, integrality=integrality, bounds=Bounds(np.zeros(nv), upper),
+               constraints=LinearConstraint(np.array(rows), lo, hi) if rows else (),
+               options={"time_limit": time_limit, "disp": False})
+    if res.x is None:
+        out = fallback(snap, model)
+        out.extractor = "ilp (no solution in time: greedy DAG)"
+        out.optimal = False
+        return out
+    pick = {}
+    for k, (c, _, n) in enumerate(nodes):
+        if res.x[k] > 0.5:
+            pick[c] = n
+    out = _finish(snap, pick, costs, "ilp", start)
+    out.optimal = bool(res.status == 0)
+    return out
+
+
+def _finish(snap: Snapshot, pick: dict[int, ENode], costs: dict[tuple[int, int], float],
+            name: str, start: float) -> Extraction:
+    missing = [r for r in snap.roots if r not in pick]
+    if missing:
+        raise ExtractionError(f"no finite-cost term for result e-class {missing[0]}")
+    return Extraction(pick, dag_cost(snap, pick, costs), name, time.perf_counter() - start)
+
+
+class ExtractionError(Exception):
+    pass
+
+
+EXTRACTORS: dict[str, Callable[[Snapshot, CostModel], Extraction]] = {
+    "tree": tree, "dag": greedy_dag, "ilp": ilp}
+
+
+def eclass_of(snap: Snapshot, c: int) -> EClass:
+    return snap.classes[c]

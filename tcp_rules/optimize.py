@@ -1,0 +1,194 @@
+"""The optimizer: saturate a program with rules under limits, extract the cheapest program.
+
+The user's program is never lost: on any failure (an egglog error or panic, a limit hit during
+the first iteration, an extraction that does not type-check) the original is returned and the
+report says what happened. With ``isolate`` (the default) saturation runs in a child process
+that reports its best program after every iteration, so the time limit is a hard deadline: the
+child is killed when it passes, and the last reported program is used.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tcp_rules.diagnostics import Source, TcpError
+from tcp_rules.egraph.encode import rule_ruleset
+from tcp_rules.egraph.report import RunReport
+from tcp_rules.egraph.saturate import (
+    EgglogPanic,
+    Limits,
+    Saturation,
+    load,
+    run_text,
+    saturate,
+    step,
+)
+from tcp_rules.elaborate import load_program
+from tcp_rules.extract.cost import CostModel, RooflineCost
+from tcp_rules.extract.decode import DecodeError, decode, program_cost
+from tcp_rules.extract.extractors import EXTRACTORS, ExtractionError, ilp
+from tcp_rules.extract.snapshot import snapshot
+from tcp_rules.ir import Func
+from tcp_rules.printer import print_func
+from tcp_rules.rules.model import Rule
+
+GRACE = 0.1  # the hard deadline is the time limit plus this fraction
+
+
+@dataclass(frozen=True)
+class OptOptions:
+    """What the optimizer may use and how hard it may try."""
+
+    allow: tuple[str, ...] = ("exact", "approx")
+    limits: Limits = field(default_factory=Limits)
+    extractor: str = "dag"
+    cost: CostModel = field(default_factory=RooflineCost)
+    isolate: bool = True
+    ilp_seconds: float = 10.0
+
+
+@dataclass
+class OptResult:
+    func: Func
+    original: Func
+    report: RunReport
+
+
+def select_rules(rules: Sequence[Rule], allow: Sequence[str]) -> list[Rule]:
+    """The rules of the allowed soundness classes; the others are not loaded at all."""
+    return [r for r in rules if r.soundness.kind in allow]
+
+
+def _extract(sat: Saturation, func: Func, options: OptOptions, name: str) -> tuple[Func, float,
+                                                                                   float]:
+    snap = snapshot(sat.egraph, sat.tables, sat.roots)
+    if name == "ilp":
+        ex = ilp(snap, options.cost, options.ilp_seconds)
+    else:
+        ex = EXTRACTORS[name](snap, options.cost)
+    return decode(snap, ex.choice, func), ex.cost, ex.seconds
+
+
+def _culprit(func: Func, rules: Sequence[Rule], done: int) -> Rule | None:
+    """Replay the iterations that succeeded, then try each rule alone: which one panics?"""
+    try:
+        sat = load(func, rules)
+        for _ in range(done):
+            step(sat)
+        for r in rules:
+            try:
+                run_text(sat.egraph, f"(push)\n(run {rule_ruleset(r)} 1)\n"
+                         "(run-schedule (saturate (run types)))", "diagnose.egg")
+            except EgglogPanic:
+                return r
+            run_text(sat.egraph, "(pop)", "diagnose.egg")
+    except (EgglogPanic, TcpError):
+        return None
+    return None
+
+
+def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
+                  progress: Callable[[dict[str, Any]], None] | None = None) -> OptResult:
+    """Optimize in this process; ``progress`` receives each iteration's stats and program."""
+    start = time.perf_counter()
+    report = RunReport(extractor=options.extractor)
+    report.cost_before = report.cost_after = program_cost(func, options.cost)
+    chosen = select_rules(rules, options.allow)
+    best = func
+
+    def on_iteration(sat: Saturation) -> None:
+        it = sat.iterations[-1]
+        report.iterations.append({"index": it.index, "enodes": it.enodes,
+                                  "eclasses": it.eclasses, "seconds": round(it.seconds, 6)})
+        for k, v in it.matches.items():
+            report.matches[k] = report.matches.get(k, 0) + v
+        if progress is not None:  # the best program so far, should the deadline strike
+            out, cost, _ = _extract(sat, func, options, "dag")
+            progress({"iteration": report.iterations[-1], "matches": dict(report.matches),
+                      "program": print_func(out) if cost < report.cost_before else None,
+                      "cost": min(cost, report.cost_before)})
+
+    try:
+        sat = load(func, chosen)
+        report.rules_loaded = len(sat.rules_loaded)
+        report.rules_skipped = sat.rules_skipped
+        saturate(sat, options.limits, start + options.limits.seconds, on_iteration)
+        report.stop_reason = sat.stop_reason
+        out, cost, seconds = _extract(sat, func, options, options.extractor)
+        report.extraction_seconds = seconds
+        if cost < report.cost_before:
+            best, report.cost_after = out, cost
+        else:
+            report.kept_original = True
+    except EgglogPanic as e:
+        culprit = _culprit(func, chosen, len(report.iterations))
+        where = (f"rule {culprit.name} ({culprit.where}) made tensors of different types equal"
+                 if culprit else "a rule made tensors of different types equal")
+        report.stop_reason, report.error = "error", f"{where}: {e}"
+    except (TcpError, ExtractionError, DecodeError) as e:
+        report.stop_reason, report.error = "error", str(e)
+    report.seconds = time.perf_counter() - start
+    return OptResult(best, func, report)
+
+
+def _child(conn: Any, func: Func, rules: Sequence[Rule], options: OptOptions) -> None:
+    try:
+        result = run_optimizer(func, rules, options, lambda m: conn.send(("iteration", m)))
+        conn.send(("done", {"program": print_func(result.func), "report": result.report}))
+    except BaseException as e:  # anything at all: the parent keeps the original program
+        conn.send(("failed", f"{type(e).__name__}: {e}"))
+    finally:
+        conn.close()
+
+
+def optimize(func: Func, rules: Sequence[Rule], options: OptOptions = OptOptions()) -> OptResult:
+    """Optimize ``func`` with ``rules``; the time limit is a hard deadline when isolated."""
+    if not options.isolate:
+        return run_optimizer(func, rules, options)
+    start = time.perf_counter()
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_child, args=(send, func, rules, options), daemon=True)
+    child.start()
+    send.close()
+    deadline = start + options.limits.seconds * (1 + GRACE)
+    report = RunReport(extractor=options.extractor)
+    report.cost_before = report.cost_after = program_cost(func, options.cost)
+    last_program: str | None = None
+    final: dict[str, Any] | None = None
+    while final is None:
+        left = deadline - time.perf_counter()
+        if left <= 0 or not recv.poll(left):
+            break
+        try:
+            kind, payload = recv.recv()
+        except EOFError:
+            report.stop_reason, report.error = "error", "the optimizer process died"
+            break
+        if kind == "iteration":
+            report.iterations.append(payload["iteration"])
+            report.matches = payload["matches"]
+            if payload["program"] is not None:
+                last_program, report.cost_after = payload["program"], payload["cost"]
+        elif kind == "done":
+            final = payload
+        else:
+            report.stop_reason, report.error = "error", payload
+            break
+    if child.is_alive():
+        child.kill()
+    child.join()
+    if final is not None:
+        report = final["report"]
+        last_program = final["program"]
+    elif report.error is None:
+        report.stop_reason = "time limit"
+    report.seconds = time.perf_counter() - start
+    best = func
+    if last_program is not None and not (final is None and report.kept_original):
+        best = load_program(Source("<optimized>", last_program)).funcs[0]
+    return OptResult(best, func, report)

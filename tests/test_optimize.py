@@ -1,0 +1,269 @@
+"""The equality-saturation optimizer: encoding, shape-aware choices, limits, safety, reports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tcp_rules.diagnostics import Source
+from tcp_rules.egraph.encode import Tables, encode_program, encode_rule
+from tcp_rules.egraph.saturate import Limits
+from tcp_rules.elaborate import load_program
+from tcp_rules.inputs import random_inputs
+from tcp_rules.interpret import evaluate
+from tcp_rules.ir import Func
+from tcp_rules.optimize import OptOptions, optimize
+from tcp_rules.printer import print_func
+from tcp_rules.rules.library import load_rules, load_standard_library
+
+DATA = Path(__file__).parent / "data"
+RULES = load_rules([DATA / "opt_rules.tcpr"]).rules
+FAST = OptOptions(isolate=False, limits=Limits(iterations=8, nodes=5000, seconds=20))
+
+
+def func(text: str) -> Func:
+    return load_program(Source("t.tcp", text)).funcs[0]
+
+
+def opt(text: str, options: OptOptions = FAST) -> str:
+    result = optimize(func(text), RULES, options)
+    assert result.report.error is None, result.report.error
+    return print_func(result.func)
+
+
+def body(text: str) -> str:
+    return text.split("{", 1)[1].rsplit("}", 1)[0].strip()
+
+
+def test_matmul_association_follows_shapes_both_ways() -> None:
+    left = opt("""func f(a: f32[1000, 10], b: f32[10, 1000], c: f32[1000, 10]) -> f32[1000, 10] {
+                    return matmul(matmul(a, b), c) }""")
+    assert body(left) == "return matmul(a, matmul(b, c))"
+    right = opt("""func f(a: f32[10, 1000], b: f32[1000, 10], c: f32[10, 1000]) -> f32[10, 1000] {
+                     return matmul(a, matmul(b, c)) }""")
+    assert body(right) == "return matmul(matmul(a, b), c)"
+
+
+def test_transpose_pairs_cancel() -> None:
+    out = opt("""func f(x: f32[N, 3, 5]) -> f32[N, 3, 5] {
+                   return neg(transpose(transpose(x, perm=[2, 0, 1]), perm=[1, 2, 0])) }""")
+    assert body(out) == "return neg(x)"
+
+
+def test_transposed_matmul_only_where_cheaper() -> None:
+    # A^T B^T = (B A)^T: two transposes become one
+    out = opt("""func f(a: f32[64, 32], b: f32[16, 64]) -> f32[32, 16] {
+                   return matmul(transpose(a, perm=[1, 0]), transpose(b, perm=[1, 0])) }""")
+    assert body(out) == "return transpose(matmul(b, a), perm=[1, 0])"
+
+
+def test_broadcasts_of_broadcasts_merge() -> None:
+    out = opt("""func f(x: f32[7]) -> f32[4, 5, 7] {
+                   return broadcast(broadcast(x, shape=[5, 7], dims=[1]), shape=[4, 5, 7],
+                                    dims=[1, 2]) }""")
+    assert body(out) == "return broadcast(x, shape=[4, 5, 7], dims=[2])"
+
+
+def test_identities_fold_and_guards_decide() -> None:
+    assert body(opt("func f(x: i32[N]) -> i32[N] { return add(x, 0) }")) == "return x"
+    # is_int(x) does not hold for floats: add(x, 0) must stay (x = -0.0 would change)
+    assert body(opt("func f(x: f32[N]) -> f32[N] { return add(x, 0) }")) == "return add(x, 0)"
+    # shape(x) == s does not hold: the broadcast is kept
+    out = opt("func f(x: f32[3]) -> f32[2, 3] { return broadcast(x, shape=[2, 3], dims=[1]) }")
+    assert body(out) == "return broadcast(x, shape=[2, 3], dims=[1])"
+
+
+def test_soundness_classes_select_rules() -> None:
+    text = """func f(a: f32[1000, 10], b: f32[10, 1000], c: f32[1000, 10]) -> f32[1000, 10] {
+                return matmul(matmul(a, b), c) }"""
+    exact_only = OptOptions(allow=("exact",), isolate=False)
+    result = optimize(func(text), RULES, exact_only)
+    assert body(print_func(result.func)) == "return matmul(matmul(a, b), c)"
+    assert result.report.rules_loaded == sum(r.soundness.kind == "exact" for r in RULES)
+
+
+def test_report_schema() -> None:
+    result = optimize(func("func f(x: f32[N]) -> f32[N] { return mul(x, 1) }"), RULES, FAST)
+    data = result.report.to_json()
+    assert data["schema"] == 1
+    assert set(data) == {"schema", "stop_reason", "error", "seconds", "rules", "iterations",
+                         "matches", "extractor", "extraction_seconds", "cost",
+                         "kept_original"}
+    assert data["stop_reason"] == "saturated"
+    assert data["matches"]["mul-one"] >= 1  # summed over iterations (re-matches count)
+    assert data["cost"]["after"] < data["cost"]["before"]
+    assert all(set(it) == {"index", "enodes", "eclasses", "seconds"} for it in data["iterations"])
+    json.dumps(data)
+
+
+def test_egglog_encoding_golden(golden: Callable[[str, str], None]) -> None:
+    tables = Tables()
+    f = load_program(Source("mlp.tcp", (Path(__file__).parent.parent / "examples" /
+                                         "mlp.tcp").read_text())).funcs[0]
+    program, _ = encode_program(f, tables)
+    rules = "\n".join(t for r in RULES for t in encode_rule(r, tables))
+    golden("egglog/test_rules_and_mlp.egg", rules + "\n" + program)
+
+
+def blowup_rules(tmp_path: Path) -> list:  # type: ignore[type-arg]
+    path = tmp_path / "ac.tcpr"
+    path.write_text("rule comm approx: add(x, y) => add(y, x)\n"
+                    "rule assoc approx: add(add(x, y), z) <=> add(x, add(y, z))\n"
+                    "rule dist approx: mul(x, add(y, z)) <=> add(mul(x, y), mul(x, z))\n")
+    return list(load_rules([path]).rules)
+
+
+def _blowup() -> str:
+    """A sum of eleven products: commutativity, associativity and distributivity explode."""
+    term = "mul(x0, x1)"
+    for i in range(1, 11):
+        term = f"add({term}, mul(x{i}, x{i + 1}))"
+    params = ", ".join(f"x{i}: f32[4]" for i in range(12))
+    return f"func f({params}) -> f32[4] {{\n  return {term}\n}}"
+
+
+BLOWUP = _blowup()
+
+
+def test_time_limit_is_a_hard_deadline(tmp_path: Path) -> None:
+    rules = blowup_rules(tmp_path)
+    limit = 2.0
+    start = time.perf_counter()
+    result = optimize(func(BLOWUP), rules, OptOptions(
+        limits=Limits(iterations=100, nodes=10**9, seconds=limit)))
+    elapsed = time.perf_counter() - start
+    assert result.report.stop_reason == "time limit"
+    assert elapsed <= limit * 1.1 + 0.3  # +10%, and the cost of starting the child process
+    ins = random_inputs(result.original, seed=1)
+    np.testing.assert_allclose(evaluate(result.func, ins)[0], evaluate(result.original, ins)[0],
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_node_limit(tmp_path: Path) -> None:
+    rules = blowup_rules(tmp_path)
+    result = optimize(func(BLOWUP), rules, OptOptions(
+        isolate=False, limits=Limits(iterations=100, nodes=3000, seconds=60)))
+    assert result.report.stop_reason == "node limit"
+    sizes = [it["enodes"] for it in result.report.iterations]
+    assert sizes[-1] >= 3000 and all(n < 3000 for n in sizes[:-1])
+
+
+def test_a_rule_that_equates_different_types_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "bad.tcpr"
+    path.write_text("rule t-drop: transpose(x, perm=p) => x\n")
+    bad = load_rules([path], check=False).rules  # the static check would refuse it
+    f = func("func f(x: f32[2, 3]) -> f32[3, 2] { return transpose(x, perm=[1, 0]) }")
+    result = optimize(f, bad, FAST)
+    assert result.report.stop_reason == "error"
+    assert result.report.error is not None and "rule t-drop" in result.report.error
+    assert "bad.tcpr:1:1" in result.report.error
+    assert result.func is f  # the user's program is never lost
+
+
+EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.tcp"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_examples_optimize_to_the_same_values(path: Path) -> None:
+    lib = load_standard_library()
+    f = load_program(Source(path.name, path.read_text())).funcs[0]
+    result = optimize(f, lib.rules, OptOptions(isolate=False, limits=Limits(seconds=20)))
+    assert result.report.error is None, result.report.error
+    assert result.report.cost_after <= result.report.cost_before
+    ins = random_inputs(f, default_size=6, seed=2)
+    for a, b in zip(evaluate(f, ins), evaluate(result.func, ins), strict=True):
+        assert np.isfinite(b).all() or not np.isfinite(a).all()
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+
+
+UNARY = ["neg", "abs", "exp", "tanh", "sigmoid"]
+BINARY = ["add", "sub", "mul", "max", "min"]
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> str:
+    """Random well-typed elementwise and layout programs over x, y: f32[N, 4]."""
+    terms = ["x", "y", "transpose(transpose(x, perm=[1, 0]), perm=[1, 0])"]
+    for _ in range(draw(st.integers(1, 6))):
+        kind = draw(st.sampled_from(["unary", "binary", "literal", "reduce"]))
+        a = draw(st.sampled_from(terms))
+        if kind == "unary":
+            terms.append(f"{draw(st.sampled_from(UNARY))}({a})")
+        elif kind == "binary":
+            terms.append(f"{draw(st.sampled_from(BINARY))}({a}, {draw(st.sampled_from(terms))})")
+        elif kind == "literal":
+            lit = draw(st.sampled_from(["0.0", "1.0", "-0.0", "2.0"]))
+            terms.append(f"{draw(st.sampled_from(BINARY))}({a}, {lit})")
+        else:
+            terms.append(f"broadcast(reduce_sum({a}, axes=[1]), shape=[N, 4], dims=[0])")
+    return f"func f(x: f32[N, 4], y: f32[N, 4]) -> f32[N, 4] {{ return {terms[-1]} }}"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(programs())
+def test_random_programs_keep_their_meaning(text: str) -> None:
+    lib = load_standard_library()
+    f = func(text)
+    result = optimize(f, lib.rules, OptOptions(
+        isolate=False, limits=Limits(iterations=5, nodes=3000, seconds=20)))
+    assert result.report.error is None, result.report.error
+    again = func(print_func(result.func))  # the extracted program type-checks as text too
+    assert again.result_types == f.result_types
+    rng = np.random.default_rng(0)
+    ins = [rng.uniform(-2, 2, (3, 4)).astype(np.float32) for _ in range(2)]
+    np.testing.assert_allclose(evaluate(result.func, ins)[0], evaluate(f, ins)[0],
+                               rtol=1e-4, atol=1e-4)
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tcp_rules", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_cli_opt(tmp_path: Path) -> None:
+    prog = tmp_path / "p.tcp"
+    prog.write_text("func f(x: f32[N, 3]) -> f32[N, 3] {\n"
+                    "  return transpose(transpose(x, perm=[1, 0]), perm=[1, 0])\n}\n")
+    rules = str(DATA / "opt_rules.tcpr")
+    out = run_cli("opt", str(prog), "--rules", rules)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("func f(x: f32[N, 3]) -> f32[N, 3] {\n  return x\n}")
+    assert "# stop reason: saturated" in out.stdout
+    again = tmp_path / "again.tcp"
+    again.write_text(out.stdout)  # the output, report included, is a valid program
+    assert run_cli("check", str(again)).returncode == 0
+    data = json.loads(run_cli("opt", str(prog), "--rules", rules, "--json").stdout)
+    assert data["funcs"][0]["report"]["schema"] == 1
+    egg = run_cli("opt", str(prog), "--rules", rules, "--emit", "egglog").stdout
+    assert "(datatype*" in egg and ':name "tt-compose"' in egg
+    assert "stop reason" in run_cli("opt", str(prog), "--rules", rules, "--emit", "report").stdout
+    bad = run_cli("opt", str(prog), "--allow", "exact,sloppy")
+    assert bad.returncode == 1 and "unknown class 'sloppy'" in bad.stderr
+
+
+def test_egglog_errors_point_at_the_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tcp_rules.diagnostics import TcpError
+    from tcp_rules.egraph import saturate
+
+    original = saturate.build_text
+
+    def corrupt(*args: object) -> tuple:  # type: ignore[type-arg]
+        text, *rest = original(*args)  # type: ignore[arg-type]
+        return (text.replace("(union e2 (Transpose x_x v3))",
+                             "(union e2 (Transpose x_x v3 v3))"), *rest)
+
+    monkeypatch.setattr(saturate, "build_text", corrupt)
+    with pytest.raises(TcpError) as info:
+        saturate.load(func("func f(x: f32[2, 3]) -> f32[2, 3] { return neg(x) }"), RULES)
+    diag = info.value.diagnostics[0]
+    assert diag.span is not None and diag.span.where.endswith("opt_rules.tcpr:5:1")
+    assert "rule tt-compose cannot be run by egglog" in diag.message
