@@ -107,6 +107,20 @@ def check_attrs(op: OpDef, given: Mapping[str, Any]) -> tuple[tuple[str, Any], .
     return attrs_with_defaults(op, out)
 
 
+def _canonical_splat(attrs: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    """One value per constant: 0 and 0.0 in a float context are the same splat (floats stay
+    floats, integers ints, booleans bools), so that matching and sharing see them as equal."""
+    a = dict(attrs)
+    v, dtype = a["value"], a["dtype"]
+    if dtype.is_float:
+        a["value"] = float(v)
+    elif dtype is DType.I1 and v in (0, 1):
+        a["value"] = bool(v)
+    elif dtype.is_int and isinstance(v, float) and v.is_integer():
+        a["value"] = int(v)
+    return tuple((k, a[k]) for k, _ in attrs)
+
+
 def _literal_context(op: OpDef, args: Sequence[Operand],
                      expected: TensorType | None) -> list[TensorType | None]:
     """The type each literal operand takes (None for non-literals)."""
@@ -150,6 +164,8 @@ def make_apply(op: OpDef, args: Sequence[Operand], attrs: Mapping[str, Any], *,
     if not op.arity_ok(len(args)):
         raise ShapeError(f"{op.name} takes {op.arity_text()}, got {len(args)}")
     checked = check_attrs(op, attrs)
+    if op.name == "splat":
+        checked = _canonical_splat(checked)
     typed: list[Value] = []
     for a, lit_type in zip(args, _literal_context(op, args, expected), strict=True):
         if isinstance(a, Literal):

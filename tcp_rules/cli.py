@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -340,6 +341,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as e:  # a bug in tcp-rules, not in the user's input
+        if os.environ.get("TCPR_DEBUG"):
+            raise
+        print(f"tcpr: internal error: {type(e).__name__}: {e}\n(this is a bug in tcp-rules; "
+              f"run with TCPR_DEBUG=1 for the traceback)", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

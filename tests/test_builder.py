@@ -129,7 +129,7 @@ def test_several_results_and_shared_values() -> None:
     text = print_module(Module((func,)))
     assert text == ("func stats(x: f32[N, D]) -> (f32[N], f32[N], i1[N]) {\n"
                     "  v0 = reduce_sum(x, axes=[1], keepdims=false)\n"
-                    "  return v0, mul(v0, v0), gt(v0, 0)\n"
+                    "  return v0, mul(v0, v0), gt(v0, 0.0)\n"
                     "}\n")
     assert same_func(load_program(Source("stats.tcp", text)).func(), func)
 

@@ -605,3 +605,16 @@ def test_max_min_associative_on_floats(name: str) -> None:
     f.ret(op(op(a, b), c), op(a, op(b, c)))
     left, right = evaluate(f.finish(), [x, y, z])
     assert_same(left, right)
+
+
+def test_data_movement_keeps_rank_zero() -> None:
+    """np.ascontiguousarray makes 0-d arrays 1-d; the references must not (found by verify)."""
+    from tcp_rules.ops import OPS
+    from tcp_rules.types import TensorType
+
+    x = np.array(5, np.int32)
+    scalar = TensorType.of("i32", [])
+    for name, attrs in (("broadcast", {"shape": (), "dims": ()}), ("transpose", {"perm": ()}),
+                        ("slice", {"start": (), "size": (), "stride": ()})):
+        out = OPS[name].reference([x], attrs, scalar)
+        assert out.shape == () and out.dtype == np.int32 and int(out) == 5, name

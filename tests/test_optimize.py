@@ -76,7 +76,7 @@ def test_broadcasts_of_broadcasts_merge() -> None:
 def test_identities_fold_and_guards_decide() -> None:
     assert body(opt("func f(x: i32[N]) -> i32[N] { return add(x, 0) }")) == "return x"
     # is_int(x) does not hold for floats: add(x, 0) must stay (x = -0.0 would change)
-    assert body(opt("func f(x: f32[N]) -> f32[N] { return add(x, 0) }")) == "return add(x, 0)"
+    assert body(opt("func f(x: f32[N]) -> f32[N] { return add(x, 0) }")) == "return add(x, 0.0)"
     # shape(x) == s does not hold: the broadcast is kept
     out = opt("func f(x: f32[3]) -> f32[2, 3] { return broadcast(x, shape=[2, 3], dims=[1]) }")
     assert body(out) == "return broadcast(x, shape=[2, 3], dims=[1])"

@@ -88,7 +88,7 @@ def _broadcast(a: Sequence[np.ndarray], attrs: Attrs, out: TensorType) -> np.nda
     expanded = [1] * len(out_shape)
     for i, d in enumerate(attrs["dims"]):
         expanded[d] = a[0].shape[i]
-    return np.ascontiguousarray(np.broadcast_to(a[0].reshape(expanded), out_shape))
+    return np.array(np.broadcast_to(a[0].reshape(expanded), out_shape), order="C")
 
 
 def _infer_transpose(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
@@ -140,7 +140,7 @@ def _slice(a: Sequence[np.ndarray], attrs: Attrs, out: TensorType) -> np.ndarray
     index = tuple(slice(s, s + max(n - 1, 0) * st + (1 if n else 0), st)
                   for s, n, st in zip(attrs["start"], out.shape or (), attrs["stride"],
                                       strict=True))
-    return np.ascontiguousarray(a[0][index])
+    return np.array(a[0][index], order="C")  # a copy; np.ascontiguousarray makes 0-d 1-d
 
 
 def _infer_concat(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
@@ -258,8 +258,7 @@ MOVEMENT_OPS: tuple[OpDef, ...] = (
     OpDef(name="transpose", attr_space=_transpose_space,
           doc="permute axes: result axis i is operand axis perm[i]",
           operands=("x",), attrs=(AttrSpec("perm", AttrKind.INTS),), infer=_infer_transpose,
-          reference=lambda a, attrs, out: np.ascontiguousarray(np.transpose(a[0],
-                                                                            attrs["perm"])),
+          reference=lambda a, attrs, out: np.array(np.transpose(a[0], attrs["perm"]), order="C"),
           cost=CostFormula(0, materializes=False), category="movement"),
     OpDef(name="reshape", attr_space=_reshape_space,
           doc="the same elements in row-major order under a new shape",

@@ -21,7 +21,7 @@ import numpy as np
 from tcp_rules.build import make_splat
 from tcp_rules.diagnostics import TcpError
 from tcp_rules.interpret import evaluate
-from tcp_rules.ir import Func, Param
+from tcp_rules.ir import Apply, Func, Param
 from tcp_rules.ops import ShapeError
 from tcp_rules.rules.functions import EvalError
 from tcp_rules.rules.instances import Instance
@@ -137,7 +137,7 @@ def exact_mismatch(a: np.ndarray, b: np.ndarray) -> str | None:
 
 
 def approx_mismatch(a: np.ndarray, b: np.ndarray, scale: float, reduced: int,
-                    overflowed: bool) -> str | None:
+                    overflowed: bool, amplification: float = 1.0) -> str | None:
     """Differences beyond rounding (see the module docstring); None if within tolerance."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return exact_mismatch(a, b)
@@ -146,7 +146,7 @@ def approx_mismatch(a: np.ndarray, b: np.ndarray, scale: float, reduced: int,
     if overflowed:
         return None  # out of range: nothing to say about rounding (see the module docstring)
     eps = float(np.finfo(a.dtype).eps)
-    k = 64.0 + 8.0 * reduced
+    k = (64.0 + 8.0 * reduced) * amplification
     fa, fb = np.isfinite(a), np.isfinite(b)
     with np.errstate(all="ignore"):
         a64, b64 = a.astype(np.float64), b.astype(np.float64)
@@ -212,7 +212,25 @@ def judge(setup: Setup, inputs: dict[str, np.ndarray], mode: str
     params = {id(p) for p in setup.params}
     overflowed = any(_out_of_range(v) for k, v in trace.items() if k not in params)
     reduced = max((a.size for a in inputs.values()), default=1)
-    return lhs, rhs, approx_mismatch(lhs, rhs, scale, reduced, overflowed)
+    return lhs, rhs, approx_mismatch(lhs, rhs, scale, reduced, overflowed,
+                                     _amplification(setup.func, trace))
+
+
+# Ops whose relative error grows with the size of the argument (the condition number of exp
+# at x is |x|): rounding an argument of 700 by half an ulp moves exp by 700 half-ulps.
+AMPLIFYING = frozenset({"exp", "pow", "sin", "cos", "sigmoid", "tanh", "erf"})
+
+
+def _amplification(func: Func, trace: dict[int, np.ndarray]) -> float:
+    worst = 1.0
+    for v in func.values():
+        if isinstance(v, Apply) and v.op.name in AMPLIFYING:
+            for o in v.operands:
+                x = trace.get(id(o))
+                if x is not None and x.dtype.kind == "f" and x.size:
+                    finite = np.abs(x[np.isfinite(x)])
+                    worst = max(worst, 1.0 + float(finite.max(initial=0.0)))
+    return worst
 
 
 def make_case(rule: Rule, direction: str, mode: str, inst: Instance, setup: Setup,

@@ -80,14 +80,19 @@ class Palette:
         for dtype in DType:
             pool = finite_values(dtype) if finite else special_values(dtype)
             weights = 1.0 / (np.arange(len(pool)) + 3.0)  # the simplest values most often
-            size = min(int(rng.integers(2, 6)), len(pool))
-            picks = [pool[i] for i in rng.choice(len(pool), size=size, replace=False,
-                                                 p=weights / weights.sum())]
-            if dtype is not DType.I1 and rng.random() < 0.5:  # x with -x: 0.0 with -0.0
-                picks += [-v for v in picks]
+            if dtype is not DType.I1 and rng.random() < 0.35:  # a mirror: {0.0, -0.0}, {1, -1}
+                near = weights[:6] / weights[:6].sum()
+                picks = [pool[int(rng.choice(len(near), p=near))]]
+                picks.append(-picks[0])
+            else:
+                size = min(int(rng.choice([1, 2, 3], p=[0.3, 0.4, 0.3])), len(pool))
+                picks = [pool[i] for i in rng.choice(len(pool), size=size, replace=False,
+                                                     p=weights / weights.sum())]
+                if dtype is not DType.I1 and rng.random() < 0.5:  # x with -x
+                    picks += [-v for v in picks]
             with np.errstate(all="ignore"):  # -MIN wraps to MIN, as the ops do
                 values[dtype] = np.array(picks).astype(dtype.np_dtype)
-        return Palette(values, float(rng.uniform(0.3, 0.9)))
+        return Palette(values, float(rng.uniform(0.5, 1.0)))
 
 
 def draw_array(shape: Sequence[int], dtype: DType, rng: np.random.Generator,
