@@ -1,105 +1,12 @@
-"""Optimizer benchmark (not a test): e-graph growth and optimization time on the bundled
-examples and a generated 1000-node program, and the greedy DAG extractor against exact ILP on
-small e-graphs (cost gap and time).
+"""Optimizer benchmark: e-graph growth and optimization time on the examples and a generated
+1000-op program, and greedy DAG against exact ILP extraction (cost gap and time).
 
-    .venv/bin/python benchmarks/optimizer.py [--json]
+    .venv/bin/python benchmarks/optimizer.py [--json]      (same as: tcpr bench --suite optimizer)
 """
 
-from __future__ import annotations
+import sys
 
-import argparse
-import json
-import time
-from pathlib import Path
-from typing import Any
-
-import numpy as np
-
-from tcp_rules.diagnostics import Source
-from tcp_rules.egraph.saturate import Limits, load, saturate
-from tcp_rules.elaborate import load_program
-from tcp_rules.extract.cost import RooflineCost
-from tcp_rules.extract.extractors import greedy_dag, ilp
-from tcp_rules.extract.snapshot import snapshot
-from tcp_rules.ir import Func
-from tcp_rules.optimize import OptOptions, optimize, select_rules
-from tcp_rules.rules.library import load_standard_library
-
-ROOT = Path(__file__).parent.parent
-
-
-def generated(nodes: int, seed: int = 0) -> Func:
-    """A random elementwise/layout DAG over four f32[N, 64] inputs with about ``nodes`` ops."""
-    rng = np.random.default_rng(seed)
-    names = ["a", "b", "c", "d"]
-    lines = []
-    ops = ["add", "mul", "sub", "max", "neg", "exp", "tanh", "tt"]
-    for i in range(nodes):
-        op = ops[int(rng.integers(len(ops)))]
-        # the previous value and a recent one: every op stays reachable from the result
-        x, y = names[-1], names[int(rng.integers(max(0, len(names) - 12), len(names)))]
-        if op in ("neg", "exp", "tanh"):
-            expr = f"{op}({x})"
-        elif op == "tt":
-            expr = f"transpose(transpose({x}, perm=[1, 0]), perm=[1, 0])"
-        else:
-            expr = f"{op}({x}, {y})"
-        names.append(f"v{i}")
-        lines.append(f"  v{i} = {expr}")
-    text = ("func big(a: f32[N, 64], b: f32[N, 64], c: f32[N, 64], d: f32[N, 64]) -> "
-            "f32[N, 64] {\n" + "\n".join(lines) + f"\n  return {names[-1]}\n}}\n")
-    return load_program(Source("generated.tcp", text)).funcs[0]
-
-
-def growth(name: str, func: Func, rules: list[Any], limits: Limits) -> dict[str, Any]:
-    start = time.perf_counter()
-    result = optimize(func, rules, OptOptions(limits=limits))
-    r = result.report
-    seconds = round(time.perf_counter() - start, 3)
-    return {"program": name, "ops": len(func.ops()), "seconds": seconds,
-            "stop": r.stop_reason, "iterations": len(r.iterations),
-            "enodes": [it["enodes"] for it in r.iterations],
-            "cost_before": r.cost_before, "cost_after": r.cost_after}
-
-
-def dag_vs_ilp(name: str, func: Func, rules: list[Any], iterations: int) -> dict[str, Any]:
-    sat = load(func, select_rules(rules, ("exact", "approx")))
-    saturate(sat, Limits(iterations=iterations, nodes=3000, seconds=30))
-    snap = snapshot(sat.egraph, sat.tables, sat.roots)
-    model = RooflineCost()
-    dag, exact = greedy_dag(snap, model), ilp(snap, model, time_limit=30.0)
-    return {"program": name, "enodes": snap.enodes, "dag_cost": dag.cost,
-            "dag_seconds": round(dag.seconds, 4), "ilp_cost": exact.cost,
-            "ilp_seconds": round(exact.seconds, 3), "ilp_optimal": exact.optimal,
-            "gap_percent": round((dag.cost / exact.cost - 1) * 100, 2) if exact.cost else 0.0}
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    rules = list(load_standard_library().rules)
-    examples = sorted((ROOT / "examples").glob("*.tcp"))
-    funcs = {p.stem: load_program(Source(p.name, p.read_text())).funcs[0] for p in examples}
-    rows = [growth(n, f, rules, Limits()) for n, f in funcs.items()]
-    rows.append(growth("generated-1000", generated(1000), rules,
-                       Limits(iterations=12, nodes=20_000, seconds=10)))
-    gaps = [dag_vs_ilp(n, f, rules, it) for n, f in funcs.items() for it in (2, 4)]
-    if args.json:
-        print(json.dumps({"growth": rows, "extraction": gaps}, indent=2))
-        return
-    print(f"{'program':<16}{'ops':>6}{'iters':>6}  {'stop':<16}{'seconds':>8}  "
-          "e-nodes per iteration")
-    for r in rows:
-        print(f"{r['program']:<16}{r['ops']:>6}{r['iterations']:>6}  {r['stop']:<16}"
-              f"{r['seconds']:>8.2f}  {r['enodes']}")
-    print(f"\n{'program':<12}{'e-nodes':>8}{'dag cost':>12}{'ilp cost':>12}{'gap %':>8}"
-          f"{'dag s':>8}{'ilp s':>8}  optimal")
-    for g in gaps:
-        print(f"{g['program']:<12}{g['enodes']:>8}{g['dag_cost']:>12.0f}{g['ilp_cost']:>12.0f}"
-              f"{g['gap_percent']:>8.2f}{g['dag_seconds']:>8.3f}{g['ilp_seconds']:>8.2f}  "
-              f"{g['ilp_optimal']}")
-
+from tcp_rules.benchsuites import optimizer_suite
 
 if __name__ == "__main__":
-    main()
+    print(optimizer_suite("--json" in sys.argv))

@@ -162,6 +162,23 @@ def same_module(m: Module, n: Module) -> bool:
         same_func(f, g) for f, g in zip(m.funcs, n.funcs, strict=True))
 
 
+def rebind_params(func: Func, params: tuple[Param, ...]) -> Func:
+    """``func`` computed from ``params`` instead of its own (same names and types, in order):
+    an optimized program read back from text keeps the user's parameters and their spans."""
+    if [(p.param, p.type) for p in params] != [(p.param, p.type) for p in func.params]:
+        raise ValueError("parameters differ")
+    new: dict[int, Value] = {}
+    for v in func.values():
+        if isinstance(v, Param):
+            new[id(v)] = params[v.index]
+        else:
+            assert isinstance(v, Apply)
+            new[id(v)] = Apply(v.type, op=v.op, operands=tuple(new[id(o)] for o in v.operands),
+                               attrs=v.attrs, span=v.span, name=v.name)
+    return Func(func.name, params, tuple(new[id(r)] for r in func.results), func.result_types,
+                func.span)
+
+
 def iter_attrs(v: Apply) -> Iterator[tuple[str, Any]]:
     """Attributes of ``v`` that are set (optional attributes left out are skipped)."""
     return ((k, a) for k, a in v.attrs if a is not None)

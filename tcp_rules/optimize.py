@@ -32,11 +32,11 @@ from tcp_rules.extract.cost import CostModel, RooflineCost
 from tcp_rules.extract.decode import DecodeError, decode, program_cost
 from tcp_rules.extract.extractors import EXTRACTORS, ExtractionError, ilp
 from tcp_rules.extract.snapshot import snapshot
-from tcp_rules.ir import Func
+from tcp_rules.ir import Func, rebind_params
 from tcp_rules.printer import print_func
 from tcp_rules.rules.model import Rule
 
-GRACE = 0.1  # the hard deadline is the time limit plus this fraction
+GRACE = 0.05  # the child is killed at the time limit plus this fraction (+10% in all)
 
 
 @dataclass(frozen=True)
@@ -190,5 +190,6 @@ def optimize(func: Func, rules: Sequence[Rule], options: OptOptions = OptOptions
     report.seconds = time.perf_counter() - start
     best = func
     if last_program is not None and not (final is None and report.kept_original):
-        best = load_program(Source("<optimized>", last_program)).funcs[0]
+        parsed = load_program(Source("<optimized>", last_program)).funcs[0]
+        best = rebind_params(parsed, func.params)  # the user's parameters, spans included
     return OptResult(best, func, report)

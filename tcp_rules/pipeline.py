@@ -1,7 +1,7 @@
 """The pipeline: one function of named stages; ``--emit STAGE`` prints a stage and stops there.
 
     source ─parse─▶ ast ─typecheck─▶ program ─(rules: egglog ─saturate─▶ report)─▶ optimized
-           ─run─▶ results
+           ─lower, compile─▶ llvm ─run─▶ results
 """
 
 from __future__ import annotations
@@ -87,9 +87,20 @@ def optimize_func(func: Func, rules: Sequence[Rule], options: OptOptions,
     return result
 
 
-def run_func(func: Func, inputs: Sequence[np.ndarray], engine: str = "reference",
+ENGINES = ("compiled", "reference")
+
+
+def run_func(func: Func, inputs: Sequence[np.ndarray], engine: str = "compiled",
              emit: Emitter | None = None) -> tuple[np.ndarray, ...]:
-    """Run a typed func on input arrays with the chosen engine."""
-    if engine != "reference":
-        raise TcpError.at(f"engine '{engine}' is not available yet (available: reference)")
-    return evaluate(func, inputs)
+    """Run a typed func on input arrays: compiled kernels, or the NumPy reference interpreter.
+
+    Emits the ``llvm`` stage (every kernel's LLVM IR) before compiled code runs.
+    """
+    if engine == "reference":
+        return evaluate(func, inputs)
+    if engine != "compiled":
+        raise TcpError.at(f"unknown engine '{engine}' (engines: {', '.join(ENGINES)})")
+    from tcp_rules.codegen import emit_llvm, run_compiled  # llvmlite loads only when used
+
+    (emit or Emitter())("llvm", lambda: emit_llvm(func))
+    return run_compiled(func, inputs)

@@ -45,10 +45,13 @@ def type_suffix(ty: ir.Type) -> str:
         return "f64"
     if isinstance(ty, ir.IntType):
         return f"i{ty.width}"
+    if isinstance(ty, ir.PointerType):
+        return "p0"
     raise TypeError(f"no intrinsic suffix for {ty}")
 
 
 def element(ty: ir.Type) -> ir.Type:
+    """The element type of a vector type, or the type itself."""
     return ty.element if isinstance(ty, ir.VectorType) else ty
 
 
@@ -68,8 +71,9 @@ class IR:
         """``value`` as a constant of ``ty`` (splatted when ``ty`` is a vector)."""
         el = element(ty)
         if isinstance(el, ir.IntType):
-            v: float | int = int(value) & ((1 << el.width) - 1) if el.width > 1 else int(
-                bool(value))
+            w = el.width
+            v: float | int = int(value) & ((1 << w) - 1)  # wrap, then print as signed
+            v = v - (1 << w) if w > 1 and v >= 1 << (w - 1) else v
         else:
             v = float(value)
         c = ir.Constant(el, v)
@@ -112,6 +116,20 @@ class IR:
         return out
 
     # Frequently used float helpers -------------------------------------------------------------
+
+    def gep(self, ty: ir.Type, ptr: ir.Value, idx: ir.Value) -> ir.Value:
+        """Address of element ``idx`` of type ``ty`` from ``ptr``."""
+        return self.b.gep(ptr, [idx], source_etype=ty)
+
+    def load(self, ty: ir.Type, ptr: ir.Value, align: int | None = None) -> ir.Value:
+        return self.b.load(ptr, typ=ty, align=align)
+
+    def splat(self, x: ir.Value, n: int) -> ir.Value:
+        """A vector of ``n`` copies of scalar ``x``."""
+        vt = ir.VectorType(x.type, n)
+        v = self.b.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(I32, 0))
+        return self.b.shuffle_vector(v, ir.Constant(vt, ir.Undefined),
+                                     ir.Constant(ir.VectorType(I32, n), [0] * n))
 
     def fma(self, a: ir.Value, b: ir.Value, c: ir.Value) -> ir.Value:
         return self.intrinsic("fma", [a, b, c])

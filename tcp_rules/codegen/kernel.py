@@ -226,6 +226,7 @@ def walk(root: Node) -> Iterator[Node]:
 
 
 def children(n: Node) -> tuple[Node, ...]:
+    """The operand nodes of ``n`` (data-dependent indices included)."""
     if isinstance(n, Op):
         return n.args
     if isinstance(n, Reduce):

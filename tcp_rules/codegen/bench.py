@@ -1,0 +1,227 @@
+"""The benchmark suite: tcp-rules compiled kernels against NumPy, numexpr and Numba, in one run.
+
+Every case is timed in the same process and run (medians of ``repeats`` after a warm-up), next to
+a STREAM-like bandwidth measured in the same run (copy and a*b+c triad, best of NumPy's copy and a
+compiled loop), so the roofline fraction and the ratios are comparable. Compiled kernels write into
+preallocated outputs (``out=``), as a caller in a loop would; NumPy runs its natural expression.
+Compile time per kernel is measured against an empty cache, and the time to load the cached
+kernels of a program in a fresh process is measured by running one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tcp_rules.codegen import cases as C
+from tcp_rules.codegen import jit
+from tcp_rules.diagnostics import TcpError
+
+
+@dataclass
+class Row:
+    """One benchmark case: seconds per engine, bytes moved, flops."""
+
+    name: str
+    times: dict[str, float] = field(default_factory=dict)
+    bytes: float = 0.0
+    flops: float = 0.0
+    stream: str = "copy"
+
+
+def _median(fn: Callable[[], object], repeats: int) -> float:
+    fn()
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def set_blas_threads(n: int) -> bool:
+    """Set OpenBLAS's thread count in this process (NumPy's bundled build or a system one)."""
+    import ctypes
+
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return False
+    libs = {line.split()[-1] for line in maps.splitlines() if "openblas" in line.lower()}
+    for lib in libs:
+        handle = ctypes.CDLL(lib)
+        for sym in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+                    "openblas_set_num_threads64_", "openblas_set_num_threads"):
+            fn = getattr(handle, sym, None)
+            if fn is not None:
+                fn(ctypes.c_int(n))
+                return True
+    return False
+
+
+def stream(repeats: int, threads: int) -> dict[str, float]:
+    """Copy and triad bandwidth in GB/s (best of NumPy and compiled loops)."""
+    n = 1 << 24
+    a, b, c = (np.random.default_rng(i).standard_normal(n).astype(np.float32) for i in range(3))
+    out = np.empty_like(a)
+    copy_f = C.compiled("copy", threads)
+    triad_f = C.compiled("fma", threads)
+    t_copy = min(_median(lambda: np.copyto(out, a), repeats),
+                 _median(lambda: copy_f(a, out=(out,)), repeats))
+    t_triad = _median(lambda: triad_f(a, b, c, out=(out,)), repeats)
+    return {"copy": 2 * 4 * n / t_copy / 1e9, "triad": 4 * 4 * n / t_triad / 1e9}
+
+
+def run_case(name: str, repeats: int, threads: int) -> list[Row]:
+    """Time one case with every engine; a case may yield several rows.
+
+    Engines take turns run by run, so load from other processes hits all of them alike --
+    except after OpenBLAS, whose idle worker threads keep spinning for a while and would slow
+    whatever runs next: BLAS cases time each engine in a block, tcp-rules first.
+    """
+    rows = []
+    for variant in C.variants(name, threads):
+        row = Row(variant.label, bytes=variant.bytes, flops=variant.flops, stream=variant.stream)
+        if not variant.interleave:
+            row.times = {e: _median(fn, repeats) for e, fn in variant.engines.items()}
+            rows.append(row)
+            continue
+        times: dict[str, list[float]] = {e: [] for e in variant.engines}
+        for fn in variant.engines.values():
+            fn()  # warm-up: first-call compilation, page faults
+        for _ in range(repeats):
+            for engine, fn in variant.engines.items():
+                t0 = time.perf_counter()
+                fn()
+                times[engine].append(time.perf_counter() - t0)
+        row.times = {e: statistics.median(ts) for e, ts in times.items()}
+        rows.append(row)
+    return rows
+
+
+def compile_times(threads: int) -> dict[str, Any]:
+    """Compile every program's kernels from scratch into an empty cache, then load the cached
+    kernels in a fresh process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        old = os.environ.get("TCPR_CACHE_DIR")
+        os.environ["TCPR_CACHE_DIR"] = tmp
+        try:
+            secs = [s for prog in C.PROGRAMS for s in C.compile_kernel_objects(prog)]
+            loads = _load_in_new_process(tmp)
+        finally:
+            if old is None:
+                os.environ.pop("TCPR_CACHE_DIR", None)
+            else:
+                os.environ["TCPR_CACHE_DIR"] = old
+    return {"kernels": len(secs), "median_ms": 1e3 * statistics.median(secs) if secs else 0,
+            "max_ms": 1e3 * max(secs, default=0), "cached_load": loads}
+
+
+_LOADER = """
+import json, sys, time
+t0 = time.perf_counter()
+from tcp_rules.codegen import cases, jit
+from tcp_rules.codegen.runtime import compile_func
+jit.host(); jit.fingerprint()
+funcs = {p: cases.program(p) for p in sys.argv[1:]}  # parsing is not part of loading
+out = {"import_ms": 1e3 * (time.perf_counter() - t0)}
+for prog, func in funcs.items():
+    t0 = time.perf_counter()
+    cf = compile_func(func, threads=1)
+    dt = time.perf_counter() - t0
+    out[prog] = {"kernels": len(cf.steps), "ms": 1e3 * dt, "compiled": jit.STATS.compiled}
+print(json.dumps(out))
+"""
+
+
+def _load_in_new_process(cache: str) -> dict[str, Any]:
+    env = {**os.environ, "TCPR_CACHE_DIR": cache}
+    res = subprocess.run([sys.executable, "-c", _LOADER, *C.PROGRAMS], capture_output=True,
+                         text=True, env=env, timeout=300, check=False)
+    if res.returncode != 0:
+        return {"error": res.stderr.strip().splitlines()[-1:] or ["failed"]}
+    data: dict[str, Any] = json.loads(res.stdout)
+    return data
+
+
+def run_benchmarks(cases: list[str] | None = None, repeats: int = 5, threads: int = 1,
+                   as_json: bool = False) -> str:
+    """Run the suite (all cases, or those named) and return the report as a table or JSON.
+
+    TcpError for an unknown case name. Export OPENBLAS_NUM_THREADS before NumPy loads for a
+    fair single-threaded matmul comparison (see benchmarks/codegen_bench.py).
+    """
+    names = cases or list(C.CASES)
+    unknown = [n for n in names if n not in C.CASES]
+    if unknown:
+        raise TcpError.at(f"unknown benchmark case(s) {', '.join(unknown)} (known: "
+                          f"{', '.join(C.CASES)})")
+    blas = set_blas_threads(threads)
+    C.set_library_threads(threads)
+    bw = stream(repeats, threads)
+    rows = [r for n in names for r in run_case(n, repeats, threads)]
+    comp = compile_times(threads)
+    triple, cpu, _ = jit.host()
+    report = {"machine": {"cpu": cpu, "triple": triple, "threads": threads,
+                          "blas_threads_set": blas, "engines": C.available_engines(),
+                          "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")},
+              "stream_gbs": bw, "repeats": repeats,
+              "cases": [_row_json(r, bw) for r in rows], "compile": comp}
+    return json.dumps(report, indent=2) if as_json else _table(report)
+
+
+def _row_json(r: Row, bw: dict[str, float]) -> dict[str, Any]:
+    t = r.times.get("tcp-rules")
+    out: dict[str, Any] = {"case": r.name, "ms": {k: 1e3 * v for k, v in r.times.items()}}
+    if t:
+        out["vs_numpy"] = r.times["numpy"] / t if "numpy" in r.times else None
+        if r.bytes:
+            out["gbs"] = r.bytes / t / 1e9
+            out["roofline"] = out["gbs"] / bw[r.stream]
+        if r.flops:
+            out["gflops"] = r.flops / t / 1e9
+    return out
+
+
+def _table(rep: dict[str, Any]) -> str:
+    engines = ["tcp-rules", "numpy", "numexpr", "numba"]
+    m, bw = rep["machine"], rep["stream_gbs"]
+    lines = [f"machine: {m['cpu']} ({m['triple']}), threads={m['threads']}, engines: "
+             f"{', '.join(m['engines'])}; medians of {rep['repeats']} runs; "
+             f"OPENBLAS_NUM_THREADS={m['OPENBLAS_NUM_THREADS']}",
+             f"STREAM-like bandwidth: copy {bw['copy']:.1f} GB/s, triad {bw['triad']:.1f} GB/s",
+             "", f"{'case':<34}" + "".join(f"{e:>11}" for e in engines)
+             + f"{'vs numpy':>10}{'roofline':>10}{'GFLOP/s':>9}"]
+    for c in rep["cases"]:
+        cells = "".join(f"{c['ms'][e]:>8.2f} ms" if e in c["ms"] else f"{'-':>11}"
+                        for e in engines)
+        ratio = f"{c['vs_numpy']:.2f}x" if c.get("vs_numpy") else "-"
+        roof = f"{100 * c['roofline']:.0f}%" if "roofline" in c else "-"
+        gf = f"{c['gflops']:.1f}" if "gflops" in c else "-"
+        lines.append(f"{c['case']:<34}{cells}{ratio:>10}{roof:>10}{gf:>9}")
+    comp = rep["compile"]
+    lines += ["", f"compile: {comp['kernels']} kernels, median {comp['median_ms']:.1f} ms, "
+              f"max {comp['max_ms']:.1f} ms per kernel (empty cache)"]
+    loads = comp["cached_load"]
+    if "error" in loads:
+        lines.append(f"cached load in a new process failed: {loads['error']}")
+    else:
+        lines.append(f"cached kernels loaded by a new process (lowering + loading objects; "
+                     f"imports and parsing took {loads['import_ms']:.0f} ms before):")
+        for prog, d in loads.items():
+            if isinstance(d, dict):
+                lines.append(f"  {prog:<22} {d['kernels']} kernel(s) in {d['ms']:.2f} ms "
+                             f"({d['ms'] / max(d['kernels'], 1):.2f} ms per kernel, "
+                             f"{d['compiled']} recompiled)")
+    return "\n".join(lines)

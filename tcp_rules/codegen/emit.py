@@ -1,0 +1,356 @@
+"""Kernel -> LLVM function: the loop nest, hoisting by loop scope, reductions, loads and stores.
+
+Signature of every generic kernel::
+
+    void @name(ptr noalias b0, ..., ptr noalias bN, ptr noalias sizes, i64 lo, i64 hi)
+
+``sizes`` holds the kernel's size parameters; the outermost domain loop runs over ``[lo, hi)`` so
+the runtime can split it across threads. Each body node is emitted once, in the outermost loop
+whose indices it uses (a row reduction in a softmax runs once per row, not per element).
+Loop-carried state lives in allocas that SROA promotes to registers before vectorization.
+
+Reductions: only the accumulator update carries ``reassoc`` (so the loop vectorizer may keep
+several vector accumulators) -- an approximate transformation, as NumPy's pairwise order is.
+f32 sums accumulate in f64; f64 sums add blocks of F64_SUM_BLOCK terms. max/min use
+``llvm.maximum``/``llvm.minimum``: NaN propagates exactly, but with both +0.0 and -0.0 in a
+reduction the sign of a zero result may differ from NumPy's (whose own answer depends on order).
+Kernels that read an input transposed iterate their last two axes in TILE x TILE blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import llvmlite.ir as ir
+
+from tcp_rules.codegen.irbase import I64, IR, PTR, VOID, mem_type, reg_type
+from tcp_rules.codegen.kernel import (
+    Acc,
+    Affine,
+    ClampIndex,
+    Const,
+    Kernel,
+    Load,
+    Node,
+    Op,
+    Reduce,
+    Size,
+    walk,
+)
+from tcp_rules.codegen.llvm_ops import emit_op, np_max, np_min
+from tcp_rules.codegen.scopes import KernelError, compute_scopes, needs_tiling
+from tcp_rules.ops import identity_value
+from tcp_rules.types import DType
+
+F64_SUM_BLOCK = 1024  # f64 sums add blocks of this many terms, then the block sums
+TILE = 16  # transposing kernels run over TILE x TILE blocks, so both sides stay in cache
+
+
+class BodyEmitter:
+    """Emits scalar nodes; loads, reductions and the matmul accumulator are hooks."""
+
+    def __init__(self, e: IR):
+        self.e = e
+        self.memo: dict[Node, ir.Value] = {}
+
+    def value(self, n: Node) -> ir.Value:
+        got = self.memo.get(n)
+        if got is not None:
+            return got
+        v = self.compute(n)
+        self.memo[n] = v
+        return v
+
+    def compute(self, n: Node) -> ir.Value:
+        match n:
+            case Const(value=v):
+                return self.const(n.dtype, v)
+            case Op(op=op, args=args, attrs=attrs):
+                vals = [self.value(a) for a in args]
+                return emit_op(self.e, op, vals, [a.dtype for a in args], dict(attrs), n.dtype)
+            case ClampIndex(value=v, extent=ext):
+                x = self.value(v)
+                x = self.e.b.sext(x, I64) if x.type.width < 64 else x
+                hi = self.e.b.sub(self.size(ext), ir.Constant(I64, 1))
+                x = self.e.intrinsic("smin", [x, hi])
+                return self.e.intrinsic("smax", [x, ir.Constant(I64, 0)])
+            case Load():
+                return self.load(n)
+            case Reduce():
+                return self.reduce(n)
+            case Acc():
+                return self.acc(n)
+        raise KernelError(f"cannot emit {n!r}")
+
+    def const(self, dt: DType, v: float | int | bool) -> ir.Value:
+        return self.e.const(reg_type(dt), v)
+
+    def size(self, s: Size) -> ir.Value:
+        raise NotImplementedError
+
+    def load(self, n: Load) -> ir.Value:
+        raise KernelError("loads are not supported here")
+
+    def reduce(self, n: Reduce) -> ir.Value:
+        raise KernelError("reductions are not supported here")
+
+    def acc(self, n: Acc) -> ir.Value:
+        raise KernelError("acc is only valid in a matmul epilogue")
+
+
+def kernel_signature(module: ir.Module, name: str, nbuf: int) -> ir.Function:
+    """``void name(ptr noalias b0.., ptr noalias sizes, i64 lo, i64 hi)``."""
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR] * (nbuf + 1) + [I64, I64]), name=name)
+    for a in fn.args[: nbuf + 1]:
+        a.add_attribute("noalias")
+    fn.attributes.add("nounwind")
+    return fn
+
+
+class KernelEmitter(BodyEmitter):
+    """Emits one generic :class:`Kernel` as a function."""
+
+    def __init__(self, module: ir.Module, k: Kernel, name: str):
+        self.k = k
+        self.fn = kernel_signature(module, name, len(k.buffers))
+        entry = self.fn.append_basic_block("entry")
+        start = self.fn.append_basic_block("start")
+        self.allocas = ir.IRBuilder(entry)
+        self.allocas.branch(start)
+        super().__init__(IR(ir.IRBuilder(start)))
+        self.sizes: dict[str, ir.Value] = {}
+        for i, s in enumerate(k.sizes):
+            arg = self.fn.args[len(k.buffers)]
+            self.sizes[s] = self.e.load(I64, self.e.gep(I64, arg, ir.Constant(I64, i)))
+        self.strides = [self._strides(buf.shape) for buf in k.buffers]
+        self.dom = [f"d{i}" for i in range(len(k.domain))]
+        self.scopes = compute_scopes(k.value, self.dom)
+        self.order = list(walk(k.value))
+        self.idx: dict[str, ir.Value] = {}
+        self.bounds: dict[str, tuple[ir.Value, ir.Value]] = {}
+        self.tiled = needs_tiling(k)
+
+    def _alloca(self, ty: ir.Type, name: str = "") -> ir.Value:
+        # Allocas live in their own entry block, so the main builder's position never shifts.
+        self.allocas.position_before(self.fn.entry_basic_block.terminator)
+        return self.allocas.alloca(ty, name=name)
+
+    def size(self, s: Size) -> ir.Value:
+        if isinstance(s, int):
+            return ir.Constant(I64, s)
+        if s not in self.sizes:
+            raise KernelError(f"unknown size parameter {s}")
+        return self.sizes[s]
+
+    def _strides(self, shape: tuple[Size, ...]) -> list[ir.Value]:
+        out: list[ir.Value] = []
+        acc: ir.Value = ir.Constant(I64, 1)
+        for s in reversed(shape):
+            out.append(acc)
+            acc = self.e.b.mul(acc, self.size(s), flags=["nsw"])
+        return out[::-1]
+
+    def affine(self, a: Affine) -> ir.Value:
+        """The value of an index expression at the current loop indices."""
+        b = self.e.b
+        v: ir.Value = ir.Constant(I64, a.const)
+        for name, c in (*a.vars, *a.sizes):
+            term = self.idx[name] if name in self.idx else self.size(name)
+            if c != 1:
+                term = b.mul(term, ir.Constant(I64, c), flags=["nsw"])
+            v = b.add(v, term, flags=["nsw"])
+        return v
+
+    def address(self, buf: int, index: tuple[Affine | Node, ...]) -> ir.Value:
+        """Address of ``buffers[buf][index]`` (row-major strides from the run-time shape)."""
+        b = self.e.b
+        off: ir.Value = ir.Constant(I64, 0)
+        for i, stride in zip(index, self.strides[buf], strict=True):
+            iv = self.affine(i) if isinstance(i, Affine) else self.value(i)
+            off = b.add(off, b.mul(iv, stride, flags=["nsw"]), flags=["nsw"])
+        return self.e.gep(mem_type(self.k.buffers[buf].dtype), self.fn.args[buf], off)
+
+    def load(self, n: Load) -> ir.Value:
+        buf = self.k.buffers[n.buf]
+        if len(n.index) != buf.rank:
+            raise KernelError(f"load of {buf.name} has {len(n.index)} indices for rank "
+                              f"{buf.rank}")
+        v = self.e.load(mem_type(buf.dtype), self.address(n.buf, n.index))
+        if buf.dtype is DType.I1:
+            return self.e.b.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
+        return v
+
+    # Loops -------------------------------------------------------------------------------------
+
+    def loop(self, var: str, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> None:
+        """``for var in [lo, hi)``; values emitted inside are forgotten afterwards."""
+        b = self.e.b
+        slot = self._alloca(I64, name=var)
+        b.store(lo, slot)
+        cond = b.append_basic_block(f"{var}.cond")
+        loop_body = b.append_basic_block(f"{var}.body")
+        done = b.append_basic_block(f"{var}.done")
+        b.branch(cond)
+        b.position_at_end(cond)
+        i = b.load(slot)
+        b.cbranch(b.icmp_signed("<", i, hi), loop_body, done)
+        b.position_at_end(loop_body)
+        before = set(self.memo)
+        self.idx[var] = i
+        body()
+        for key in set(self.memo) - before:
+            del self.memo[key]
+        del self.idx[var]
+        b.store(b.add(i, ir.Constant(I64, 1), flags=["nsw"]), slot)
+        b.branch(cond)
+        b.position_at_end(done)
+
+    def emit_scope(self, var: str | None) -> None:
+        """Emit the nodes whose innermost loop is ``var``, then the next domain loop inside."""
+        for n in self.order:
+            if self.scopes.innermost(self.scopes.deps[n]) == var:
+                self.value(n)
+        depth = -1 if var is None else self.dom.index(var) if var in self.dom else None
+        if depth is None:
+            return
+        if depth + 1 >= len(self.dom):
+            self.store()
+            return
+        nxt = self.dom[depth + 1]
+        lo, hi = (self.fn.args[-2], self.fn.args[-1]) if depth < 0 else (
+            ir.Constant(I64, 0), self.size(self.k.domain[depth + 1]))
+        lo, hi = self.bounds.get(nxt, (lo, hi))
+        if depth + 1 == len(self.dom) - 2 and self.tiled:
+            self._tiles(nxt, lo, hi)
+        else:
+            self.loop(nxt, lo, hi, lambda: self.emit_scope(nxt))
+
+    def _tiles(self, outer: str, lo: ir.Value, hi: ir.Value) -> None:
+        """Loop over TILE x TILE blocks of the last two domain axes (transposed reads)."""
+        b, e = self.e.b, self.e
+        inner = self.dom[-1]
+        ext = self.size(self.k.domain[-1])
+        tile = ir.Constant(I64, TILE)
+
+        def per_row_block() -> None:
+            r0 = self.idx[f"{outer}.t"]
+            r1 = e.intrinsic("smin", [b.add(r0, tile), hi])
+
+            def per_col_block() -> None:
+                c0 = self.idx[f"{inner}.t"]
+                self.bounds[inner] = (c0, e.intrinsic("smin", [b.add(c0, tile), ext]))
+                self.loop(outer, r0, r1, lambda: self.emit_scope(outer))
+                del self.bounds[inner]
+            self._step_loop(f"{inner}.t", ir.Constant(I64, 0), ext, TILE, per_col_block)
+        self._step_loop(f"{outer}.t", lo, hi, TILE, per_row_block)
+
+    def store(self) -> None:
+        k = self.k
+        v = self.value(k.value)
+        if k.output.dtype is DType.I1:
+            v = self.e.b.zext(v, mem_type(DType.I1))
+        self.e.b.store(v, self.address(len(k.buffers) - 1, k.out_map()))
+
+    def reduce(self, n: Reduce) -> ir.Value:
+        b, e = self.e.b, self.e
+        dt = n.dtype
+        acc_t = reg_type(DType.F64 if dt is DType.F32 and n.kind == "sum" else dt)
+        init = {"sum": 0, "prod": 1,  # NumPy's sums start at +0.0: sum([-0.0]) == 0.0
+                "max": identity_value(float("-inf"), dt),
+                "min": identity_value(float("inf"), dt)}[n.kind]
+        acc = self._alloca(acc_t)
+        b.store(e.const(acc_t, init), acc)
+        body_dt = n.body.dtype
+
+        def update(slot: ir.Value) -> None:
+            x = self.value(n.body)
+            if acc_t != x.type:
+                x = b.fpext(x, acc_t)
+            a = b.load(slot)
+            r = self._combine(n.kind, a, x, body_dt)
+            b.store(r, slot)
+
+        def level(j: int) -> None:
+            var, ext = n.vars[j]
+
+            def inner() -> None:
+                self.emit_nodes(var)
+                if j + 1 < len(n.vars):
+                    level(j + 1)
+                else:
+                    update(acc)
+            if (j + 1 == len(n.vars) and n.kind == "sum" and body_dt is DType.F64):
+                self._blocked_sum(var, self.size(ext), acc, update)
+            else:
+                self.loop(var, ir.Constant(I64, 0), self.size(ext), inner)
+        if n.vars:
+            level(0)
+        else:
+            update(acc)
+        r = b.load(acc)
+        return b.fptrunc(r, reg_type(dt)) if acc_t != reg_type(dt) else r
+
+    def _combine(self, kind: str, a: ir.Value, x: ir.Value, dt: DType) -> ir.Value:
+        b = self.e.b
+        if kind == "sum":
+            return b.fadd(a, x, flags=["reassoc"]) if dt.is_float else b.add(a, x)
+        if kind == "prod":
+            return b.fmul(a, x, flags=["reassoc"]) if dt.is_float else b.mul(a, x)
+        if dt.is_float:  # NaN-propagating, vectorizable as a reduction
+            return self.e.intrinsic("maximum" if kind == "max" else "minimum", [a, x])
+        return (np_max if kind == "max" else np_min)(self.e, a, x, dt)
+
+    def _blocked_sum(self, var: str, ext: ir.Value, acc: ir.Value,
+                     update: Callable[[ir.Value], None]) -> None:
+        """Sum f64 terms in blocks: error grows with the block length, not the whole length."""
+        b, e = self.e.b, self.e
+        part = self._alloca(reg_type(DType.F64))
+        blk = f"{var}.blk"
+
+        def block() -> None:
+            start = self.idx[blk]
+            end = e.intrinsic("smin", [b.add(start, ir.Constant(I64, F64_SUM_BLOCK)), ext])
+            b.store(e.const(reg_type(DType.F64), 0.0), part)
+
+            def inner() -> None:
+                self.emit_nodes(var)
+                update(part)
+            self.loop(var, start, end, inner)
+            b.store(b.fadd(b.load(acc), b.load(part), flags=["reassoc"]), acc)
+        self._step_loop(blk, ir.Constant(I64, 0), ext, F64_SUM_BLOCK, block)
+
+    def _step_loop(self, var: str, lo: ir.Value, hi: ir.Value, step: int,
+                   body: Callable[[], None]) -> None:
+        b = self.e.b
+        slot = self._alloca(I64, name=var)
+        b.store(lo, slot)
+        cond = b.append_basic_block(f"{var}.cond")
+        loop_body = b.append_basic_block(f"{var}.body")
+        done = b.append_basic_block(f"{var}.done")
+        b.branch(cond)
+        b.position_at_end(cond)
+        i = b.load(slot)
+        b.cbranch(b.icmp_signed("<", i, hi), loop_body, done)
+        b.position_at_end(loop_body)
+        self.idx[var] = i
+        body()
+        del self.idx[var]
+        b.store(b.add(i, ir.Constant(I64, step), flags=["nsw"]), slot)
+        b.branch(cond)
+        b.position_at_end(done)
+
+    def emit_nodes(self, var: str) -> None:
+        """Emit the nodes whose innermost loop is reduction loop ``var``."""
+        for n in self.order:
+            if self.scopes.innermost(self.scopes.deps[n]) == var:
+                self.value(n)
+
+
+def emit_kernel(module: ir.Module, k: Kernel, name: str) -> ir.Function:
+    """Add kernel ``k`` to ``module`` as function ``name``."""
+    em = KernelEmitter(module, k, name)
+    if len(k.out_map()) != k.output.rank:
+        raise KernelError(f"output map has {len(k.out_map())} indices for rank {k.output.rank}")
+    em.emit_scope(None)
+    em.e.b.ret_void()
+    return em.fn

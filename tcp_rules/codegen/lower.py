@@ -1,0 +1,364 @@
+"""Lowering a typed func to a plan of kernels.
+
+Every value is either *materialized* (written to a buffer by a kernel) or *inline* (a template that
+rebuilds its scalar expression at whatever index its consumer reads it). Broadcasts, transposes
+and slices are always inline: indexing maps, never copies. Reshapes are views of a materialized
+buffer. Reductions, concat and matmul results are materialized; a matmul's single elementwise
+consumer chain becomes its epilogue (bias, activation).
+
+With ``fuse=True`` an elementwise value with one consumer is inlined into it, so chains such as
+GELU become one loop nest; a value read by several ops is materialized once rather than
+recomputed. With ``fuse=False`` every op gets its own kernel (views still fold into maps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from tcp_rules.codegen.kernel import (
+    Acc,
+    Affine,
+    Buffer,
+    ClampIndex,
+    Const,
+    Kernel,
+    Load,
+    MatmulKernel,
+    Node,
+    Op,
+    Reduce,
+    Size,
+)
+from tcp_rules.codegen.plan import Plan, PlanBuffer, Step
+from tcp_rules.ir import Apply, Func, Value, topo_order
+from tcp_rules.types import Dim, DType, dims_product
+
+MAX_FUSED_OPS = 48  # bounds kernel size (and recursion in node hashing)
+Index = tuple[Affine | Node, ...]
+Template = Callable[["KB", Index], Node]
+REDUCE_KIND = {"reduce_sum": "sum", "reduce_prod": "prod", "reduce_max": "max",
+               "reduce_min": "min"}
+
+
+class _Refuse(Exception):
+    """An inline value cannot be used where it was read; materialize it and rebuild."""
+
+    def __init__(self, value: Value):
+        super().__init__(value)
+        self.value = value
+
+
+@dataclass
+class Src:
+    """How a value is read: from buffer ``buf`` or, when None, inline via ``template``."""
+
+    buf: int | None
+    template: Template
+    ops: int = 0
+
+
+class KB:
+    """Collects one kernel's buffers, size parameters and reduction variables."""
+
+    def __init__(self, plan: Plan, domain: tuple[Dim, ...], allow_acc: bool = True):
+        self.plan = plan
+        self.bufs: list[int] = []
+        self.sizes: dict[Dim, str] = {}
+        self.nvars = 0
+        self.domain = domain
+        self.identity = tuple(Affine.var(f"d{i}") for i in range(len(domain)))
+        self.matmul: Apply | None = None
+        self.allow_acc = allow_acc
+        self.reducing = 0
+
+    def buf(self, pid: int) -> int:
+        if pid not in self.bufs:
+            self.bufs.append(pid)
+        return self.bufs.index(pid)
+
+    def size(self, d: Dim) -> Size:
+        if d.const is not None:
+            return d.const
+        return self.sizes.setdefault(d, f"s{len(self.sizes)}")
+
+    def var(self) -> str:
+        self.nvars += 1
+        return f"r{self.nvars - 1}"
+
+    def buffer(self, pid: int, name: str) -> Buffer:
+        pb = self.plan.buffers[pid]
+        return Buffer(name, pb.dtype, tuple(self.size(d) for d in pb.dims))
+
+    def step(self, name: str, value: Node, out: int, out_index: tuple[Affine, ...] | None,
+             operand_bufs: Callable[[Value], int]) -> Step:
+        """The step running this kernel; a matmul's operands become its first buffers."""
+        if self.matmul is not None:
+            a, b = self.matmul.operands
+            m, kk, n = (self.size(d) for d in (a.type.dims[-2], a.type.dims[-1],
+                                                b.type.dims[-1]))
+            pids = list(dict.fromkeys([operand_bufs(a), operand_bufs(b), *self.bufs]))
+            value = _rebuffer(value, {i: pids.index(p) for i, p in enumerate(self.bufs)})
+            self.bufs = pids
+        bufs = (*(self.buffer(p, f"in{i}") for i, p in enumerate(self.bufs)),
+                self.buffer(out, "out"))
+        k: Kernel | MatmulKernel
+        if self.matmul is not None:
+            k = MatmulKernel(name, bufs, tuple(self.sizes.values()),
+                             self.matmul.type.rank == 3, m, kk, n, value)
+        else:
+            dom = tuple(self.size(d) for d in self.domain)
+            k = Kernel(name, bufs, tuple(self.sizes.values()), dom, value, out_index)
+        return Step(k, (*self.bufs, out), tuple(self.sizes))
+
+
+def _rebuffer(n: Node, remap: dict[int, int]) -> Node:
+    """``n`` with load buffer indices renumbered (the matmul operands come first)."""
+    memo: dict[int, Node] = {}
+
+    def go(x: Node) -> Node:
+        if id(x) in memo:
+            return memo[id(x)]
+        match x:
+            case Load(buf=b, index=idx):
+                r: Node = Load(x.dtype, remap[b], tuple(go(i) if isinstance(i, Node) else i
+                                                         for i in idx))
+            case Op(op=op, args=args, attrs=attrs):
+                r = Op(x.dtype, op, tuple(go(a) for a in args), attrs)
+            case ClampIndex(value=v, extent=e):
+                r = ClampIndex(x.dtype, go(v), e)
+            case Reduce(kind=k, vars=vs, body=body):
+                r = Reduce(x.dtype, k, vs, go(body))
+            case _:
+                r = x
+        memo[id(x)] = r
+        return r
+    return go(n)
+
+
+class Lowerer:
+    """Builds the plan of one func."""
+
+    def __init__(self, func: Func, fuse: bool):
+        self.func, self.fuse = func, fuse
+        self.plan = Plan(func)
+        self.src: dict[int, Src] = {}
+        self.users: dict[int, set[int]] = {}
+        for v in topo_order(func.results):
+            for o in getattr(v, "operands", ()):
+                self.users.setdefault(id(o), set()).add(id(v))
+        self.returned = {id(r) for r in func.results}
+        self.values: dict[int, Value] = {}
+        self.count = 0
+
+    def run(self) -> Plan:
+        for p in self.func.params:
+            pid = self.plan.add_buffer(PlanBuffer(p.type.dtype, p.type.dims, "param",
+                                                  param=p.index))
+            self.src[id(p)] = self._buffer_src(pid, p.type.dtype)
+        for v in self.func.values():
+            self.values[id(v)] = v
+            if isinstance(v, Apply):
+                self.src[id(v)] = self.lower(v)
+        claimed: set[int] = set()
+        for r in self.func.results:
+            s = self.src[id(r)]
+            if s.buf is not None and self.plan.buffers[s.buf].kind == "temp" \
+                    and s.buf not in claimed:
+                pid = s.buf
+            else:
+                pid = self.plan.add_buffer(PlanBuffer(r.type.dtype, r.type.dims, "temp"))
+                self.emit(r, s, pid, "copy")
+            claimed.add(pid)
+            self.plan.results.append(pid)
+        for pid in claimed:
+            self.plan.buffers[pid].kind = "result"
+        return self.plan
+
+    # Sources -----------------------------------------------------------------------------------
+
+    def _buffer_src(self, pid: int, dtype: DType) -> Src:
+        return Src(pid, lambda kb, idx: Load(dtype, kb.buf(pid), idx))
+
+    def buf_of(self, v: Value) -> int:
+        """The buffer holding ``v``, materializing it first if it is inline."""
+        s = self.src[id(v)]
+        if s.buf is None:
+            s = self.materialize(v, s)
+            self.src[id(v)] = s
+        assert s.buf is not None
+        return s.buf
+
+    def materialize(self, v: Value, s: Src) -> Src:
+        pid = self.plan.add_buffer(PlanBuffer(v.type.dtype, v.type.dims, "temp"))
+        op = v.op.name if isinstance(v, Apply) else "copy"
+        self.emit(v, s, pid, op)
+        return self._buffer_src(pid, v.type.dtype)
+
+    def emit(self, v: Value, s: Src, out: int, label: str,
+             shift: tuple[int, Dim] | None = None) -> None:
+        """Append a step writing ``s`` over v's shape into buffer ``out``.
+
+        ``shift`` (axis, offset) writes at an offset along one axis (concat).
+        """
+        for _ in range(len(self.values) + 2):  # each retry materializes one more value
+            kb = KB(self.plan, v.type.dims, allow_acc=shift is None)
+            try:
+                value = s.template(kb, kb.identity)
+            except _Refuse as r:
+                if self.src[id(r.value)].buf is not None:
+                    raise AssertionError(f"{r.value} refused although materialized") from None
+                self.src[id(r.value)] = self.materialize(r.value, self.src[id(r.value)])
+                continue
+            break
+        else:
+            raise AssertionError("lowering did not converge")
+        out_index = None
+        if shift is not None:
+            axis, off = shift
+            out_index = tuple(a + Affine.of(kb.size(off)) if i == axis else a
+                              for i, a in enumerate(kb.identity))
+        self.count += 1
+        self.plan.steps.append(kb.step(f"{self.func.name}_{label}{self.count}", value, out,
+                                       out_index, self.buf_of))
+
+    def inline_ok(self, v: Apply, ops: int) -> bool:
+        return (self.fuse and id(v) not in self.returned and len(self.users.get(id(v), ())) == 1
+                and ops <= MAX_FUSED_OPS)
+
+    # Ops ---------------------------------------------------------------------------------------
+
+    def lower(self, v: Apply) -> Src:
+        name, at, dt = v.op.name, v.attr_map, v.type.dtype
+        srcs = [self.src[id(o)] for o in v.operands]
+        if name == "splat":
+            value = _scalar(at["value"], dt)
+            return Src(None, lambda kb, idx: Const(dt, value))
+        if name == "dense":
+            data = np.ascontiguousarray(at["value"].array.astype(dt.np_dtype))
+            pid = self.plan.add_buffer(PlanBuffer(dt, v.type.dims, "const", data=data))
+            return self._buffer_src(pid, dt)
+        if name in ("broadcast", "transpose", "slice"):
+            return self.view(v)
+        if name == "reshape":
+            base = self.buf_of(v.operands[0])
+            root = self.plan.buffers[base].base
+            pid = self.plan.add_buffer(PlanBuffer(dt, v.type.dims, "view",
+                                                  base=base if root is None else root))
+            return self._buffer_src(pid, dt)
+        if name == "concat":
+            return self.concat(v)
+        if name == "gather":
+            return self.gather(v)
+        if name in REDUCE_KIND:
+            return self.materialize(v, Src(None, lambda kb, idx: self.reduce(kb, v, idx)))
+        if name == "matmul":
+            for o in v.operands:
+                self.buf_of(o)
+            s = Src(None, lambda kb, idx: self.acc(kb, v, idx), ops=1)
+            return s if self.inline_ok(v, 1) else self.materialize(v, s)
+        ops = 1 + sum(s.ops for s in srcs)
+        attrs = tuple((k, a) for k, a in v.attrs)
+        args = v.operands
+        s = Src(None, lambda kb, idx: Op(dt, name, tuple(self.read(o, kb, idx) for o in args),
+                                         attrs), ops)
+        return s if self.inline_ok(v, ops) else self.materialize(v, s)
+
+    def _reader(self, v: Value) -> Template:
+        return lambda kb, idx: self.read(v, kb, idx)
+
+    def read(self, v: Value, kb: KB, idx: Index) -> Node:
+        """v's scalar at ``idx``, however v is currently available."""
+        return self.src[id(v)].template(kb, idx)
+
+    def view(self, v: Apply) -> Src:
+        x, at = v.operands[0], v.attr_map
+        ops = self.src[id(x)].ops
+        if v.op.name == "broadcast":
+            dims, shape = at["dims"], at["shape"]
+            expands = dims_product(x.type.dims) != dims_product(shape)
+            if expands and ops > 0:  # never recompute an expression per broadcast element
+                self.buf_of(x)
+                ops = 0
+            keep = [x.type.dims[i] == shape[d] for i, d in enumerate(dims)]
+
+            def tmpl(kb: KB, idx: Index) -> Node:
+                return self.read(x, kb, tuple(idx[d] if keep[i] else Affine()
+                                              for i, d in enumerate(dims)))
+        elif v.op.name == "transpose":
+            perm = list(at["perm"])
+
+            def tmpl(kb: KB, idx: Index) -> Node:
+                return self.read(x, kb, tuple(idx[perm.index(a)] for a in range(len(perm))))
+        else:
+            start, stride = at["start"], at["stride"]
+
+            def tmpl(kb: KB, idx: Index) -> Node:
+                out: list[Affine | Node] = []
+                for i, st, sd in zip(idx, start, stride, strict=True):
+                    assert isinstance(i, Affine)
+                    out.append(i.scale(sd) + st)
+                return self.read(x, kb, tuple(out))
+        return Src(None, tmpl, ops)
+
+    def reduce(self, kb: KB, v: Apply, idx: Index) -> Node:
+        x, at = v.operands[0], v.attr_map
+        axes, keep = sorted(at["axes"]), at["keepdims"]
+        rvars = {a: kb.var() for a in axes}
+        op_idx: list[Affine | Node] = []
+        kept = 0
+        for a in range(x.type.rank):
+            if a in rvars:
+                op_idx.append(Affine.var(rvars[a]))
+            else:
+                op_idx.append(idx[a] if keep else idx[kept])
+                kept += 1
+        kb.reducing += 1
+        body = self.read(x, kb, tuple(op_idx))
+        kb.reducing -= 1
+        return Reduce(v.type.dtype, REDUCE_KIND[v.op.name],
+                      tuple((rvars[a], kb.size(x.type.dims[a])) for a in axes), body)
+
+    def acc(self, kb: KB, v: Apply, idx: Index) -> Node:
+        if (kb.reducing or not kb.allow_acc or kb.matmul not in (None, v) or idx != kb.identity
+                or kb.domain != v.type.dims):
+            raise _Refuse(v)
+        kb.matmul = v
+        return Acc(v.type.dtype)
+
+    def concat(self, v: Apply) -> Src:
+        axis = v.attr_map["axis"]
+        pid = self.plan.add_buffer(PlanBuffer(v.type.dtype, v.type.dims, "temp"))
+        offset = Dim.of(0)
+        for o in v.operands:
+            self.emit(o, Src(None, self._reader(o)), pid, "concat", shift=(axis, offset))
+            offset = offset + o.type.dims[axis]
+        return self._buffer_src(pid, v.type.dtype)
+
+    def gather(self, v: Apply) -> Src:
+        x, ind = v.operands
+        axis, r = v.attr_map["axis"], ind.type.rank
+        xs = self._buffer_src(self.buf_of(x), x.type.dtype)
+        ext = x.type.dims[axis]
+
+        def tmpl(kb: KB, idx: Index) -> Node:
+            i = ClampIndex(DType.I64, self.read(ind, kb, idx[axis:axis + r]), kb.size(ext))
+            return xs.template(kb, (*idx[:axis], i, *idx[axis + r:]))
+        return Src(None, tmpl, 1 + self.src[id(ind)].ops)
+
+
+def _scalar(value: float | int | bool, dt: DType) -> float | int | bool:
+    if dt.is_float:
+        return float(value)
+    if dt.is_bool:
+        return bool(value)
+    return int(value)
+
+
+def lower_func(func: Func, fuse: bool = True) -> Plan:
+    """The plan of kernels that computes ``func``."""
+    if not func.results:
+        raise ValueError(f"func {func.name} has no results")
+    return Lowerer(func, fuse).run()

@@ -1,0 +1,343 @@
+"""Matmul: a packed, register-blocked microkernel with a fused epilogue, written with vectors.
+
+B is packed once per call into panels of NR columns (``[batch][panel][k][NR]``, zero padded), so
+the microkernel streams it with aligned vector loads. The microkernel keeps an MR x NR tile of C
+in registers (MR rows x NR/VF vectors), and for each k broadcasts one element from each of MR
+rows of A and issues MR*NR/VF fused multiply-adds. Row blocks of MC rows keep A in L2 while all
+panels pass; each B panel (K x NR) is reused by every row tile of a block. After the K loop the
+epilogue (the kernel's scalar body with ``Acc`` = the product: bias, activation...) runs on the
+register tile, and masked stores write only the columns that exist; rows past the end are
+clamped while packing and skipped for storing, so no access leaves its buffer.
+
+Each block of MC rows of A is packed too (``[tile][k][MR]``) into a scratch buffer of MC x K
+elements that the caller provides per thread: the MR rows a tile reads sit 4 KiB apart for
+K = 1024 and would otherwise collide in the same cache sets.
+
+Symbols: ``<sym>_pack(b, packed, sizes, lo, hi)`` packs panels [lo, hi) of every batch;
+``<sym>(a, b, ..., out, packed, a_scratch, sizes, lo, hi)`` computes rows [lo, hi).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import llvmlite.ir as ir
+import numpy as np
+
+from tcp_rules.codegen import jit
+from tcp_rules.codegen.emit import BodyEmitter, KernelError
+from tcp_rules.codegen.irbase import I32, I64, IR, PTR, VOID, mem_type, reg_type
+from tcp_rules.codegen.kernel import Acc, Affine, Load, MatmulKernel, Size
+from tcp_rules.codegen.plan import StepInstance
+from tcp_rules.types import DType
+
+MC = 96  # rows per block: an MC x K block of A stays in L2 while the panels pass
+
+
+def tile_shape(dt: DType) -> tuple[int, int, int]:
+    """(MR, NR, VF): register tile rows and columns, and vector lanes, for this CPU."""
+    wide = jit.has_feature("avx512f")
+    vf = (64 if wide else 32) // dt.itemsize
+    if wide:
+        return 8, 2 * vf, vf  # 16 accumulators of 32 registers
+    return 6, 2 * vf, vf  # 12 accumulators of 16 registers
+
+
+class _Fn:
+    """A function under construction with alloca-based counted loops."""
+
+    def __init__(self, module: ir.Module, name: str, nptr: int):
+        self.fn = ir.Function(module, ir.FunctionType(VOID, [PTR] * nptr + [I64, I64]), name=name)
+        for a in self.fn.args[:nptr]:
+            a.add_attribute("noalias")
+        self.fn.attributes.add("nounwind")
+        entry = self.fn.append_basic_block("entry")
+        start = self.fn.append_basic_block("start")
+        self.allocas = ir.IRBuilder(entry)
+        self.allocas.branch(start)
+        self.e = IR(ir.IRBuilder(start))
+        self.b = self.e.b
+
+    def _alloca(self, ty: ir.Type, name: str = "") -> ir.Value:
+        # Allocas live in their own entry block, so the main builder's position never shifts.
+        self.allocas.position_before(self.fn.entry_basic_block.terminator)
+        return self.allocas.alloca(ty, name=name)
+
+    def c64(self, v: int) -> ir.Constant:
+        return ir.Constant(I64, v)
+
+    def loop(self, lo: ir.Value, hi: ir.Value, step: int, body: Callable[[ir.Value], None],
+             name: str) -> None:
+        b = self.b
+        slot = self._alloca(I64, name=name)
+        b.store(lo, slot)
+        cond, body_bb, done = (b.append_basic_block(f"{name}.{s}") for s in ("c", "b", "d"))
+        b.branch(cond)
+        b.position_at_end(cond)
+        i = b.load(slot)
+        b.cbranch(b.icmp_signed("<", i, hi), body_bb, done)
+        b.position_at_end(body_bb)
+        body(i)
+        b.store(b.add(i, self.c64(step)), slot)
+        b.branch(cond)
+        b.position_at_end(done)
+
+    def imin(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        return self.e.intrinsic("smin", [a, b])
+
+    def sizes(self, k: MatmulKernel, arg: ir.Value) -> Callable[[Size], ir.Value]:
+        vals = {s: self.e.load(I64, self.e.gep(I64, arg, self.c64(i)))
+                for i, s in enumerate(k.sizes)}
+        return lambda s: self.c64(s) if isinstance(s, int) else vals[s]
+
+
+def emit_matmul(module: ir.Module, k: MatmulKernel, sym: str) -> None:
+    """Add ``sym`` and ``sym_pack`` for matmul kernel ``k`` to ``module``."""
+    if k.buffers[0].dtype not in (DType.F32, DType.F64, DType.I32, DType.I64):
+        raise KernelError(f"matmul of {k.buffers[0].dtype} is not supported")
+    _emit_pack(module, k, sym + "_pack")
+    _emit_compute(module, k, sym)
+
+
+def _emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> None:
+    dt = k.buffers[0].dtype
+    _, nr, _ = tile_shape(dt)
+    f = _Fn(module, name, 3)
+    b, (src, dst, sizes, lo, hi) = f.b, f.fn.args
+    size = f.sizes(k, sizes)
+    kk, n = size(k.k), size(k.n)
+    batch = size(k.output.shape[0]) if k.batched else f.c64(1)
+    ty = mem_type(dt)
+    npan = b.sdiv(b.add(n, f.c64(nr - 1)), f.c64(nr))
+
+    def per_batch(bi: ir.Value) -> None:
+        def per_panel(p: ir.Value) -> None:
+            j0 = b.mul(p, f.c64(nr))
+            width = f.imin(f.c64(nr), b.sub(n, j0))
+            dst0 = b.mul(b.add(b.mul(bi, npan), p), b.mul(kk, f.c64(nr)))
+
+            def per_k(r: ir.Value) -> None:
+                s_row = b.add(b.mul(b.add(b.mul(bi, kk), r), n), j0)
+                d_row = b.add(dst0, b.mul(r, f.c64(nr)))
+                f.loop(f.c64(0), width, 1, lambda j: b.store(
+                    f.e.load(ty, f.e.gep(ty, src, b.add(s_row, j))),
+                    f.e.gep(ty, dst, b.add(d_row, j))), "j")
+                f.loop(width, f.c64(nr), 1, lambda j: b.store(
+                    ir.Constant(ty, 0), f.e.gep(ty, dst, b.add(d_row, j))), "z")
+            f.loop(f.c64(0), kk, 1, per_k, "k")
+        f.loop(lo, hi, 1, per_panel, "p")
+    f.loop(f.c64(0), batch, 1, per_batch, "bi")
+    b.ret_void()
+
+
+class _Epilogue(BodyEmitter):
+    """Evaluates the epilogue on one VF-wide vector of the output tile."""
+
+    def __init__(self, e: IR, k: MatmulKernel, args: list[ir.Value],
+                 size: Callable[[Size], ir.Value], vf: int):
+        super().__init__(e)
+        self.k, self.args, self._size, self.vf = k, args, size, vf
+        self.strides = []
+        for buf in k.buffers:
+            acc: ir.Value = ir.Constant(I64, 1)
+            st: list[ir.Value] = []
+            for s in reversed(buf.shape):
+                st.append(acc)
+                acc = e.b.mul(acc, size(s))
+            self.strides.append(st[::-1])
+        self.at: dict[str, ir.Value] = {}
+        self.acc_value: ir.Value | None = None
+        self.mask: ir.Value | None = None
+        self.jvar = "d2" if k.batched else "d1"
+        self.n: ir.Value = size(k.n)
+
+    def size(self, s: Size) -> ir.Value:
+        return self._size(s)
+
+    def const(self, dt: DType, v: float | int | bool) -> ir.Value:
+        return self.e.const(ir.VectorType(reg_type(dt), self.vf), v)
+
+    def acc(self, n: Acc) -> ir.Value:
+        assert self.acc_value is not None
+        return self.acc_value
+
+    def _offset(self, buf: int, index: tuple[Affine, ...], j: ir.Value) -> ir.Value:
+        b = self.e.b
+        off: ir.Value = ir.Constant(I64, 0)
+        for ix, st in zip(index, self.strides[buf], strict=True):
+            v: ir.Value = ir.Constant(I64, ix.const)
+            for name, c in (*ix.vars, *ix.sizes):
+                term = j if name == self.jvar else (
+                    self.at[name] if name in self.at else self.size(name))
+                v = b.add(v, b.mul(term, ir.Constant(I64, c)))
+            off = b.add(off, b.mul(v, st))
+        return off
+
+    def load(self, n: Load) -> ir.Value:
+        b, e = self.e.b, self.e
+        buf = self.k.buffers[n.buf]
+        if not all(isinstance(i, Affine) for i in n.index):
+            raise KernelError("data-dependent loads are not supported in a matmul epilogue")
+        index = tuple(i for i in n.index if isinstance(i, Affine))
+        ty, arg = mem_type(buf.dtype), self.args[n.buf]
+        j0 = self.at[self.jvar]
+        uses_j = [i for i, ix in enumerate(index) if ix.coeff(self.jvar)]
+        if not uses_j:  # the same value for every lane
+            v = e.splat(e.load(ty, e.gep(ty, arg, self._offset(n.buf, index, j0))), self.vf)
+        elif uses_j == [buf.rank - 1] and index[-1].coeff(self.jvar) == 1:
+            vt = ir.VectorType(ty, self.vf)
+            ptr = e.gep(ty, arg, self._offset(n.buf, index, j0))
+            align = ir.Constant(I32, buf.dtype.itemsize)
+            v = e.intrinsic("masked.load", [ptr, align, self.mask, ir.Constant(vt, None)],
+                            ret=vt, tys=[vt, PTR])
+        else:  # a strided pattern: lane by lane, columns clamped into range
+            vt = ir.VectorType(ty, self.vf)
+            v = ir.Constant(vt, ir.Undefined)
+            last = b.sub(self.n, ir.Constant(I64, 1))
+            for lane in range(self.vf):
+                j = f_min(e, b.add(j0, ir.Constant(I64, lane)), last)
+                x = e.load(ty, e.gep(ty, arg, self._offset(n.buf, index, j)))
+                v = b.insert_element(v, x, ir.Constant(I32, lane))
+        if buf.dtype is DType.I1:
+            return b.icmp_unsigned("!=", v, ir.Constant(v.type, None))
+        return v
+
+
+def f_min(e: IR, a: ir.Value, b: ir.Value) -> ir.Value:
+    """Signed minimum of two i64 values."""
+    return e.intrinsic("smin", [a, b])
+
+
+def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
+    dt = k.buffers[0].dtype
+    mr, nr, vf = tile_shape(dt)
+    nv = nr // vf
+    nb = len(k.buffers)
+    f = _Fn(module, name, nb + 3)
+    b, e = f.b, f.e
+    args = list(f.fn.args)
+    bufs, packed, apack, sizes = args[:nb], args[nb], args[nb + 1], args[nb + 2]
+    lo, hi = args[nb + 3], args[nb + 4]
+    size = f.sizes(k, sizes)
+    m, kk, n = size(k.m), size(k.k), size(k.n)
+    batch = size(k.output.shape[0]) if k.batched else f.c64(1)
+    el = mem_type(dt)
+    vt = ir.VectorType(el, vf)
+    npan = b.sdiv(b.add(n, f.c64(nr - 1)), f.c64(nr))
+    epi = _Epilogue(e, k, bufs, size, vf)
+    out_buf = k.output
+    out_ty = mem_type(out_buf.dtype)
+    lane_ids = ir.Constant(ir.VectorType(I64, vf), list(range(vf)))
+    is_float = dt.is_float
+
+    def pack_a(bi: ir.Value, ic: ir.Value, ic_end: ir.Value) -> None:
+        """Rows [ic, ic_end) of A into [tile][k][MR]: each k's MR values are adjacent, and
+        rows 4 KiB apart no longer collide in the cache. Missing rows repeat the last one."""
+        a_base = b.mul(bi, b.mul(m, kk))
+        last_row = b.sub(ic_end, f.c64(1))
+
+        def per_row(t_r: ir.Value) -> None:
+            t, r = b.sdiv(t_r, f.c64(mr)), b.srem(t_r, f.c64(mr))
+            src = e.gep(el, bufs[0], b.add(a_base, b.mul(
+                f_min(e, b.add(ic, t_r), last_row), kk)))
+            dst = e.gep(el, apack, b.add(b.mul(t, b.mul(kk, f.c64(mr))), r))
+            f.loop(f.c64(0), kk, 1, lambda kv: b.store(
+                e.load(el, e.gep(el, src, kv)), e.gep(el, dst, b.mul(kv, f.c64(mr)))), "pk")
+        tiles = b.sdiv(b.add(b.sub(ic_end, ic), f.c64(mr - 1)), f.c64(mr))
+        f.loop(f.c64(0), b.mul(tiles, f.c64(mr)), 1, per_row, "pr")
+
+    def tile(bi: ir.Value, i0: ir.Value, rows: ir.Value, p: ir.Value, ic: ir.Value) -> None:
+        ap = e.gep(el, apack, b.mul(b.sdiv(b.sub(i0, ic), f.c64(mr)), b.mul(kk, f.c64(mr))))
+        bp = e.gep(el, packed, b.mul(b.add(b.mul(bi, npan), p), b.mul(kk, f.c64(nr))))
+        pre = b.block
+        head = b.append_basic_block("k.head")
+        body = b.append_basic_block("k.body")
+        done = b.append_basic_block("k.done")
+        b.branch(head)
+        b.position_at_end(head)
+        kv = b.phi(I64)
+        kv.add_incoming(f.c64(0), pre)
+        accs = []
+        for _ in range(mr * nv):
+            ph = b.phi(vt)
+            ph.add_incoming(e.const(vt, 0), pre)
+            accs.append(ph)
+        b.cbranch(b.icmp_signed("<", kv, kk), body, done)
+        b.position_at_end(body)
+        row = e.gep(el, bp, b.mul(kv, f.c64(nr)))
+        bvec = [e.load(vt, e.gep(vt, row, f.c64(v)), align=dt.itemsize) for v in range(nv)]
+        new = []
+        arow = e.gep(el, ap, b.mul(kv, f.c64(mr)))
+        for r in range(mr):
+            av = e.splat(e.load(el, e.gep(el, arow, f.c64(r))), vf)
+            for v in range(nv):
+                acc = accs[r * nv + v]
+                new.append(e.fma(av, bvec[v], acc) if is_float else
+                           b.add(acc, b.mul(av, bvec[v])))
+        kn = b.add(kv, f.c64(1))
+        latch = b.block
+        kv.add_incoming(kn, latch)
+        for ph, val in zip(accs, new, strict=True):
+            ph.add_incoming(val, latch)
+        b.branch(head)
+        b.position_at_end(done)
+        j0 = b.mul(p, f.c64(nr))
+        for r in range(mr):
+            yes = b.append_basic_block(f"row{r}")
+            nxt = b.append_basic_block(f"row{r}.next")
+            b.cbranch(b.icmp_signed("<", f.c64(r), rows), yes, nxt)
+            b.position_at_end(yes)
+            i = b.add(i0, f.c64(r))
+            for v in range(nv):
+                jv = b.add(j0, f.c64(v * vf))
+                epi.memo.clear()
+                epi.at = {"d0": bi, "d1": i} if k.batched else {"d0": i}
+                epi.at[epi.jvar] = jv
+                epi.mask = b.icmp_signed("<", b.add(e.splat(jv, vf), lane_ids), e.splat(n, vf))
+                epi.acc_value = accs[r * nv + v]
+                val = epi.value(k.epilogue)
+                if out_buf.dtype is DType.I1:
+                    val = b.zext(val, ir.VectorType(out_ty, vf))
+                off = b.add(b.mul(b.add(b.mul(bi, m), i), n), jv)
+                ptr = e.gep(out_ty, bufs[-1], off)
+                e.intrinsic("masked.store", [val, ptr, ir.Constant(I32, out_buf.dtype.itemsize),
+                                             epi.mask], ret=VOID, tys=[val.type, PTR])
+            b.branch(nxt)
+            b.position_at_end(nxt)
+
+    def per_batch(bi: ir.Value) -> None:
+        def per_block(ic: ir.Value) -> None:
+            ic_end = f_min(e, b.add(ic, f.c64(MC)), hi)
+            pack_a(bi, ic, ic_end)
+
+            def per_panel(p: ir.Value) -> None:
+                f.loop(ic, ic_end, mr, lambda i0: tile(
+                    bi, i0, f_min(e, f.c64(mr), b.sub(ic_end, i0)), p, ic), "ir")
+            f.loop(f.c64(0), npan, 1, per_panel, "jr")
+        f.loop(lo, hi, MC, per_block, "ic")
+    f.loop(f.c64(0), batch, 1, per_batch, "bi")
+    b.ret_void()
+
+
+def run_matmul(k: MatmulKernel, fn: Callable[..., None], pack: Callable[..., None] | None,
+               ptrs: list[int], sizes: int, si: StepInstance,
+               split: Callable[[Callable[[int, int], None], int, int, int], None]) -> None:
+    """Pack B, then compute the rows, each split across threads when large."""
+    assert si.matmul is not None
+    batch, m, kk, n = si.matmul
+    mr, nr, _ = tile_shape(k.buffers[0].dtype)
+    npan = -(-n // nr)
+    dt = k.buffers[0].dtype.np_dtype
+    count = max(1, batch * npan * kk * nr)
+    raw = np.empty(count + 64 // dt.itemsize, dtype=dt)
+    shift = (-raw.ctypes.data % 64) // dt.itemsize  # 64-byte aligned panels
+    packed = raw[shift:shift + count]
+    pp = packed.ctypes.data
+    assert pack is not None
+    split(lambda lo, hi: pack(ptrs[1], pp, sizes, lo, hi), npan, batch * kk * n, 1)
+
+    def rows(lo: int, hi: int) -> None:
+        scratch = np.empty(max(1, MC * kk), dtype=dt)  # this chunk's packed block of A
+        fn(*ptrs, pp, scratch.ctypes.data, sizes, lo, hi)
+    split(rows, m, batch * m * kk * n, mr)
+    del raw

@@ -1,0 +1,197 @@
+"""A compiled function's plan: buffers, kernel steps, and their concrete sizes for one call.
+
+Buffers are the func's parameters, its results, temporaries, constants, and views (a reshape
+reinterprets its operand's buffer under a new shape). Each step runs one kernel on some buffers.
+Before any native code runs for a new binding of the symbolic dims, :func:`instantiate` computes
+every shape and checks, by interval arithmetic over the loop bounds, that every load and store of
+every kernel stays inside its buffer: no input can make a kernel read or write out of bounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tcp_rules.codegen.kernel import (
+    Affine,
+    AnyKernel,
+    ClampIndex,
+    Load,
+    MatmulKernel,
+    Node,
+    Reduce,
+    Size,
+    children,
+)
+from tcp_rules.diagnostics import TcpError
+from tcp_rules.ir import Func
+from tcp_rules.types import Dim, DType
+
+
+@dataclass
+class PlanBuffer:
+    """A buffer of the plan; ``kind`` is param, result, temp, const or view."""
+
+    dtype: DType
+    dims: tuple[Dim, ...]
+    kind: str
+    param: int | None = None
+    data: np.ndarray | None = None
+    base: int | None = None
+
+
+@dataclass
+class Step:
+    """Run ``kernel`` on plan buffers ``buffers`` with its size parameters set to ``sizes``."""
+
+    kernel: AnyKernel
+    buffers: tuple[int, ...]
+    sizes: tuple[Dim, ...]
+    symbol: str = ""
+
+
+@dataclass
+class Plan:
+    """What a compiled func runs: its buffers and kernel steps in order."""
+
+    func: Func
+    buffers: list[PlanBuffer] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    results: list[int] = field(default_factory=list)
+
+    def add_buffer(self, buf: PlanBuffer) -> int:
+        """Append a buffer; its id."""
+        self.buffers.append(buf)
+        return len(self.buffers) - 1
+
+
+@dataclass
+class StepInstance:
+    sizes: np.ndarray  # int64 size parameters (kept alive: kernels read them)
+    extent: int  # the outermost loop's trip count, split across threads
+    work: int  # elements (or multiply-adds) the step touches, to decide on splitting
+    matmul: tuple[int, int, int, int] | None = None  # batch, m, k, n
+
+
+@dataclass
+class Instance:
+    """Concrete shapes and per-step sizes for one binding of the symbols."""
+
+    shapes: list[tuple[int, ...]]
+    steps: list[StepInstance]
+
+
+def _eval(d: Dim, env: Mapping[str, int]) -> int:
+    c = d.subst(env).const
+    if c is None:
+        raise TcpError.at(f"cannot determine dim {d} from the inputs", stage="run")
+    return c
+
+
+def instantiate(plan: Plan, env: Mapping[str, int]) -> Instance:
+    """Shapes and kernel sizes for ``env``; TcpError if a kernel could go out of bounds."""
+    shapes = [tuple(_eval(d, env) for d in b.dims) for b in plan.buffers]
+    for b, s in zip(plan.buffers, shapes, strict=True):
+        if any(n < 0 for n in s):
+            raise TcpError.at(f"a negative dim in shape {list(s)}", stage="run")
+        if b.base is not None and int(np.prod(s)) != int(np.prod(shapes[b.base])):
+            raise TcpError.at(f"reshape of {list(shapes[b.base])} to {list(s)} changes the "
+                              f"number of elements", stage="run")
+    steps = []
+    for st in plan.steps:
+        sizes = {n: _eval(d, env) for n, d in zip(st.kernel.sizes, st.sizes, strict=True)}
+        check_step(st.kernel, [shapes[i] for i in st.buffers], sizes)
+        arr = np.array([sizes[n] for n in st.kernel.sizes] or [0], dtype=np.int64)
+        dom = [_size(s, sizes) for s in st.kernel.domain]
+        extent = dom[0] if dom else 1
+        work = int(np.prod(dom)) if dom else 1
+        mm = None
+        if isinstance(st.kernel, MatmulKernel):
+            k = _size(st.kernel.k, sizes)
+            batch = dom[0] if st.kernel.batched else 1
+            mm = (batch, _size(st.kernel.m, sizes), k, _size(st.kernel.n, sizes))
+            work *= max(k, 1)
+            extent = mm[1]
+        else:
+            work *= _reduce_work(st.kernel.value, sizes)
+        steps.append(StepInstance(arr, extent, work, mm))
+    return Instance(shapes, steps)
+
+
+def _size(s: Size, sizes: Mapping[str, int]) -> int:
+    return s if isinstance(s, int) else sizes[s]
+
+
+def _reduce_work(n: Node, sizes: Mapping[str, int]) -> int:
+    if isinstance(n, Reduce):
+        inner = int(np.prod([_size(e, sizes) for _, e in n.vars]))
+        return max(1, inner) * _reduce_work(n.body, sizes)
+    return max([_reduce_work(c, sizes) for c in children(n)], default=1)
+
+
+def _range(a: Affine, ranges: Mapping[str, int], sizes: Mapping[str, int]) -> tuple[int, int]:
+    lo = hi = a.const + sum(c * sizes[n] for n, c in a.sizes)
+    for n, c in a.vars:
+        top = ranges[n] - 1
+        lo += min(0, c * top)
+        hi += max(0, c * top)
+    return lo, hi
+
+
+def check_step(k: AnyKernel, shapes: list[tuple[int, ...]], sizes: Mapping[str, int]) -> None:
+    """Every access of ``k`` lies inside its buffer for these shapes and sizes."""
+    def fail(msg: str) -> TcpError:
+        return TcpError.at(f"kernel {k.name}: {msg}", stage="run")
+
+    for buf, shape in zip(k.buffers, shapes, strict=True):
+        want = tuple(_size(s, sizes) for s in buf.shape)
+        if want != shape:
+            raise fail(f"buffer {buf.name} is {list(shape)}, the kernel expects {list(want)}")
+    dom = [_size(s, sizes) for s in k.domain]
+    if any(n == 0 for n in dom):
+        return  # no iteration runs
+    ranges = {f"d{i}": n for i, n in enumerate(dom)}
+    if isinstance(k, MatmulKernel):
+        _check_matmul(k, shapes, sizes, fail)
+        root: Node = k.epilogue
+    else:
+        root = k.value
+        for a, n in zip(k.out_map(), shapes[-1], strict=True):
+            lo, hi = _range(a, ranges, sizes)
+            if lo < 0 or hi >= n:
+                raise fail(f"stores outside the output ({lo}..{hi} on an axis of {n})")
+    seen: set[int] = set()
+    stack: list[tuple[Node, dict[str, int]]] = [(root, ranges)]
+    while stack:
+        node, rg = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Reduce):
+            ext = {v: _size(e, sizes) for v, e in node.vars}
+            if any(e == 0 for e in ext.values()):
+                continue  # the body never runs
+            rg = {**rg, **ext}
+        if isinstance(node, Load):
+            ld = node
+            for axis, (ix, dim) in enumerate(zip(ld.index, shapes[ld.buf], strict=True)):
+                if isinstance(ix, Affine):
+                    lo, hi = _range(ix, rg, sizes)
+                    if lo < 0 or hi >= dim:
+                        raise fail(f"reads {k.buffers[ld.buf].name} at {lo}..{hi} on axis "
+                                   f"{axis} of size {dim}")
+                elif not isinstance(ix, ClampIndex) or not 1 <= _size(ix.extent, sizes) <= dim:
+                    raise fail(f"a data-dependent index into {k.buffers[ld.buf].name} is not "
+                               f"clamped into its axis {axis} of size {dim}")
+        stack.extend((c, rg) for c in children(node))
+
+
+def _check_matmul(k: MatmulKernel, shapes: list[tuple[int, ...]], sizes: Mapping[str, int],
+                  fail: Callable[[str], TcpError]) -> None:
+    a, b, out = shapes[0], shapes[1], shapes[-1]
+    m, kk, n = (_size(s, sizes) for s in (k.m, k.k, k.n))
+    lead = (out[0],) if k.batched else ()
+    if a != (*lead, m, kk) or b != (*lead, kk, n) or out != (*lead, m, n):
+        raise fail(f"matmul shapes {list(a)} @ {list(b)} -> {list(out)} do not agree")

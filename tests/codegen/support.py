@@ -1,0 +1,83 @@
+"""Shared helpers of the codegen tests: edge values, comparisons, single-op funcs, a tmp cache."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from tcp_rules import build as tb
+from tcp_rules.ir import Func
+from tcp_rules.types import DType
+
+FLOAT_EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -2.5, 2.5, np.inf, -np.inf, np.nan,
+               1e-40, -1e-40, 1e-30, 3.0e38, -3.0e38, 88.7, -88.7, 104.0, -104.0, 0.49999997,
+               100.5, 7.0, -7.0, 1e10, -1e10, 2.0**31, -(2.0**31), 2.0**63, 0.875, 4.0]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def tcpr_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every codegen test module compiles into its own temporary kernel cache."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TCPR_CACHE_DIR", str(tmp_path_factory.mktemp("tcpr-cache")))
+    yield
+    mp.undo()
+
+
+def edge_values(dt: DType, n: int = 64, seed: int = 0) -> np.ndarray:
+    """Edge values of ``dt`` followed by random ones, ``n`` in all."""
+    rng = np.random.default_rng(seed)
+    if dt.is_float:
+        edges = np.array(FLOAT_EDGES, dtype=dt.np_dtype)
+        rest = (rng.standard_normal(n) * rng.choice([1e-3, 1, 10, 1e3], n)).astype(dt.np_dtype)
+    elif dt.is_bool:
+        edges = np.array([True, False])
+        rest = rng.integers(0, 2, n).astype(bool)
+    else:
+        info = np.iinfo(dt.np_dtype)
+        edges = np.array([0, 1, -1, 2, -2, 7, -7, info.min, info.max, info.min + 1,
+                          info.max - 1], dtype=dt.np_dtype)
+        rest = rng.integers(-1000, 1000, n).astype(dt.np_dtype)
+    return np.concatenate([edges, rest])[:max(n, len(edges))]
+
+
+def assert_same(got: np.ndarray, ref: np.ndarray, what: str = "") -> None:
+    """Bit-for-bit equality (any NaN payload), signs of zero included."""
+    assert got.shape == ref.shape and got.dtype == ref.dtype, what
+    if ref.dtype.kind == "f":
+        nan = np.isnan(ref)
+        bad = (nan != np.isnan(got)) | (~nan & ((got != ref) | (np.signbit(got) !=
+                                                                np.signbit(ref))))
+    else:
+        bad = got != ref
+    if bad.any():
+        i = np.argwhere(bad)[0]
+        raise AssertionError(f"{what}: {bad.sum()} differ, first at {i.tolist()}: got "
+                             f"{got[tuple(i)]!r}, reference {ref[tuple(i)]!r}")
+
+
+def ulps(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """|got - ref| in ulps of ref's dtype at ref (0 where both are the same special value)."""
+    g, r = got.astype(np.float64), ref.astype(np.float64)
+    finfo = np.finfo(ref.dtype)
+    spacing = np.spacing(np.maximum(np.abs(ref), finfo.tiny).astype(ref.dtype)).astype(
+        np.float64)
+    same = (g == r) | (np.isnan(g) & np.isnan(r))
+    with np.errstate(invalid="ignore"):
+        err = np.abs(g - r) / spacing
+    return np.where(same, 0.0, np.nan_to_num(err, nan=np.inf, posinf=np.inf))
+
+
+def unary(op: str, dt: DType, shape: str = "N", **attrs: object) -> Func:
+    f = tb.FuncBuilder(f"{op}_{dt}")
+    x = f.param("x", f"{dt}[{shape}]")
+    f.ret(tb.apply_op(op, x, **attrs))
+    return f.finish()
+
+
+def binary(op: str, dt: DType, shape: str = "N") -> Func:
+    f = tb.FuncBuilder(f"{op}_{dt}")
+    x, y = f.param("x", f"{dt}[{shape}]"), f.param("y", f"{dt}[{shape}]")
+    f.ret(tb.apply_op(op, x, y))
+    return f.finish()

@@ -1,0 +1,240 @@
+"""Differential tests of reductions, data movement, matmul and whole programs (fused or not)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from codegen.support import assert_same, edge_values, tcpr_cache  # noqa: F401
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tcp_rules import build as tb
+from tcp_rules.codegen import compile_func
+from tcp_rules.interpret import evaluate
+from tcp_rules.ir import Func
+from tcp_rules.pipeline import load_module_file
+from tcp_rules.types import DType
+
+ROOT = Path(__file__).parent.parent
+F32, F64, I32, I64 = DType.F32, DType.F64, DType.I32, DType.I64
+
+
+def reduce_func(op: str, dt: DType, axes: list[int], keep: bool) -> Func:
+    f = tb.FuncBuilder("r")
+    x = f.param("x", f"{dt}[A, B, C]")
+    f.ret(tb.apply_op(op, x, axes=axes, keepdims=keep))
+    return f.finish()
+
+
+@pytest.mark.parametrize("dt", [F32, F64, I32, I64])
+@pytest.mark.parametrize("op", ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min"])
+@pytest.mark.parametrize(("axes", "keep"), [([2], False), ([0, 2], True), ([0, 1, 2], False),
+                                            ([], False)])
+def test_reductions(op: str, dt: DType, axes: list[int], keep: bool) -> None:
+    rng = np.random.default_rng(0)
+    if dt.is_float:
+        x = (rng.uniform(0.5, 1.5, (3, 5, 37)) * rng.choice([-1, 1], (3, 5, 37)))
+    else:
+        x = rng.integers(-100, 100, (3, 5, 37))
+    x = x.astype(dt.np_dtype)
+    func = reduce_func(op, dt, axes, keep)
+    (got,) = compile_func(func)(x)
+    (ref,) = evaluate(func, [x])
+    if dt.is_float and op in ("reduce_sum", "reduce_prod"):  # reassociated: approx
+        np.testing.assert_allclose(got, ref, rtol=1e-5 if dt is F32 else 1e-12)
+    else:
+        assert_same(got, ref, op)
+
+
+@pytest.mark.parametrize("op", ["reduce_max", "reduce_min", "reduce_sum"])
+def test_reduction_special_values(op: str) -> None:
+    x = np.array([[1.0, np.nan, 3.0], [-np.inf, 2.0, 0.0], [np.inf, -np.inf, 1.0],
+                  [-0.0, -0.0, -0.0]], dtype=np.float32)
+    func = reduce_func(op, F32, [2], False)
+    (got,) = compile_func(func)(x[None])
+    (ref,) = evaluate(func, [x[None]])
+    assert_same(got, ref, op)
+
+
+def test_empty_reductions() -> None:
+    for op in ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod"):
+        for dt in (F32, I32):
+            func = reduce_func(op, dt, [1], False)
+            x = np.zeros((2, 0, 3), dt.np_dtype)
+            assert_same(compile_func(func)(x)[0], evaluate(func, [x])[0], op)
+
+
+def test_f32_sum_accuracy_beats_naive() -> None:
+    """f32 sums accumulate in f64: closer to the exact sum than NumPy's pairwise f32 sum."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 1, 1 << 20).astype(np.float32)
+    f = tb.FuncBuilder("s")
+    p = f.param("x", "f32[N]")
+    f.ret(tb.reduce_sum(p, axes=[0]))
+    (got,) = compile_func(f.finish())(x)
+    exact = np.sum(x.astype(np.float64))
+    assert abs(float(got) - exact) <= abs(float(np.sum(x)) - exact) + np.spacing(np.float32(exact))
+
+
+MOVES = [
+    ("f32[N, 3]", lambda x: tb.transpose(x, perm=[1, 0])),
+    ("f32[N, 3]", lambda x: tb.broadcast(x, shape=[2, "N", 3], dims=[1, 2])),
+    ("f32[N, 1]", lambda x: tb.broadcast(x, shape=["N", 5], dims=[0, 1])),
+    ("i32[N, 4]", lambda x: tb.slice(x, start=[1, 0], size=[2, 2], stride=[2, 3])),
+    ("f64[N, 4]", lambda x: tb.reshape(x, shape=[4, "N"])),
+    ("i64[N, 3]", lambda x: tb.concat(x, tb.neg(x), x, axis=1)),
+    ("f32[N, 3]", lambda x: tb.concat(x, x, axis=0)),
+    ("f32[N, 3]", lambda x: tb.gather(x, tb.dense(value=[2, -1, 0, 99, 1], dtype="i32"),
+                                      axis=0)),
+    ("f32[N, 3]", lambda x: tb.add(x, tb.splat(value=2.5, shape=["N", 3], dtype="f32"))),
+    ("f32[7, 3]", lambda x: tb.mul(tb.transpose(tb.transpose(x, perm=[1, 0]), perm=[1, 0]),
+                                   tb.dense(value=[[1.0, 2.0, 3.0]] * 7, dtype="f32"))),
+    ("f32[N, 3]", lambda x: tb.reshape(tb.neg(x), shape=[3, "N"])),
+    ("f32[N, 3]", lambda x: x),
+    ("f32[N, 3]", lambda x: tb.transpose(tb.add(x, 1.0), perm=[1, 0])),
+]
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+@pytest.mark.parametrize("case", range(len(MOVES)))
+def test_data_movement(case: int, fuse: bool) -> None:
+    t, build = MOVES[case]
+    f = tb.FuncBuilder("m")
+    x = f.param("x", t)
+    f.ret(build(x))
+    func = f.finish()
+    p = func.params[0].type
+    shape = tuple(d.subst({"N": 7}).const or 0 for d in p.dims)
+    arr = np.resize(edge_values(p.dtype, 40), shape)
+    (got,) = compile_func(func, fuse=fuse)(arr)
+    (ref,) = evaluate(func, [arr])
+    assert_same(got, ref, f"case {case}")
+
+
+@pytest.mark.parametrize("dt", [F32, F64, I32, I64])
+@pytest.mark.parametrize(("m", "k", "n"), [(1, 1, 1), (7, 13, 33), (17, 64, 40), (33, 5, 70)])
+def test_matmul(dt: DType, m: int, k: int, n: int) -> None:
+    f = tb.FuncBuilder("mm")
+    a, b = f.param("a", f"{dt}[M, K]"), f.param("b", f"{dt}[K, N]")
+    f.ret(tb.matmul(a, b))
+    func = f.finish()
+    rng = np.random.default_rng(m * n)
+    xa = rng.integers(-50, 50, (m, k)).astype(dt.np_dtype)
+    xb = rng.integers(-50, 50, (k, n)).astype(dt.np_dtype)
+    (got,) = compile_func(func)(xa, xb)
+    (ref,) = evaluate(func, [xa, xb])
+    assert_same(got, ref, "matmul")  # small integers: exact in floats too
+
+
+def test_batched_matmul_with_epilogue() -> None:
+    f = tb.FuncBuilder("bmm")
+    a, b = f.param("a", "f32[B, M, K]"), f.param("b", "f32[B, K, N]")
+    bias = f.param("bias", "f32[N]")
+    mm = tb.matmul(a, b)
+    f.ret(tb.gt(tb.add(mm, tb.broadcast(bias, shape=["B", "M", "N"], dims=[2])), 0.5))
+    func = f.finish()
+    rng = np.random.default_rng(5)
+    xs = [rng.standard_normal(s).astype(np.float32) for s in ((3, 9, 20), (3, 20, 35), (35,))]
+    cf = compile_func(func)
+    assert len(cf.plan.steps) == 1  # the bias and the comparison run in the epilogue
+    (got,) = cf(*xs)
+    (ref,) = evaluate(func, xs)
+    assert (got == ref).mean() > 0.999  # float rounding may flip values at the threshold
+
+
+def test_matmul_epilogue_with_strided_read() -> None:
+    f = tb.FuncBuilder("mmt")
+    a, b, c = f.param("a", "f64[M, K]"), f.param("b", "f64[K, M]"), f.param("c", "f64[M, M]")
+    f.ret(tb.max(tb.add(tb.matmul(a, b), tb.transpose(c, perm=[1, 0])), 0.0))
+    func = f.finish()
+    rng = np.random.default_rng(6)
+    xs = [rng.standard_normal(s) for s in ((19, 8), (8, 19), (19, 19))]
+    (got,) = compile_func(func)(*xs)
+    np.testing.assert_allclose(got, evaluate(func, xs)[0], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["mlp", "softmax", "layernorm", "gelu", "attention"])
+@pytest.mark.parametrize("fuse", [True, False])
+def test_examples(name: str, fuse: bool) -> None:
+    func = load_module_file(ROOT / "examples" / f"{name}.tcp").func()
+    env = {"N": 13, "D": 29, "S": 11}
+    rng = np.random.default_rng(7)
+    xs = [rng.standard_normal(tuple(d.subst(env).const or 0 for d in p.type.dims))
+          .astype(np.float32) for p in func.params]
+    (got,) = compile_func(func, fuse=fuse)(*xs)
+    (ref,) = evaluate(func, xs)
+    np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-5)
+
+
+def _fma_relu() -> Func:
+    f = tb.FuncBuilder("relu_fma")
+    a, b, c = (f.param(n, "f32[N, M]") for n in "abc")
+    f.ret(tb.max(tb.add(tb.mul(a, b), c), 0.0))
+    return f.finish()
+
+
+FMA_RELU = _fma_relu()
+FLOATS = st.floats(width=32, allow_nan=True, allow_infinity=True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 9), st.integers(0, 40), st.data())
+def test_fused_elementwise_any_shape(n: int, m: int, data: st.DataObject) -> None:
+    xs = [np.array(data.draw(st.lists(FLOATS, min_size=n * m, max_size=n * m)),
+                   dtype=np.float32).reshape(n, m) for _ in range(3)]
+    (got,) = compile_func(FMA_RELU)(*xs)
+    (ref,) = evaluate(FMA_RELU, xs)
+    assert_same(got, ref, "relu(a*b+c)")
+
+
+EXACT_BINARY = ["add", "sub", "mul", "max", "min"]
+EXACT_UNARY = ["neg", "abs", "floor", "round"]
+SHAPES = {"NM": ("N", "M"), "MN": ("M", "N"), "N": ("N",), "M": ("M",)}
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> Func:
+    """Random well-typed programs of exact ops, views and max/min reductions."""
+    f = tb.FuncBuilder("rand")
+    pool: dict[str, list] = {k: [] for k in SHAPES}  # type: ignore[type-arg]
+    pool["NM"].append(f.param("x", "f32[N, M]"))
+    pool["M"].append(f.param("y", "f32[M]"))
+    pool["N"].append(f.param("z", "f32[N]"))
+    for _ in range(draw(st.integers(1, 7))):
+        kind = draw(st.sampled_from(["unary", "binary", "view", "reduce", "select"]))
+        shape = draw(st.sampled_from([k for k, v in pool.items() if v]))
+        a = draw(st.sampled_from(pool[shape]))
+        if kind == "unary":
+            pool[shape].append(tb.apply_op(draw(st.sampled_from(EXACT_UNARY)), a))
+        elif kind in ("binary", "select"):
+            b = draw(st.sampled_from(pool[shape]))
+            if kind == "binary":
+                pool[shape].append(tb.apply_op(draw(st.sampled_from(EXACT_BINARY)), a, b))
+            else:
+                pool[shape].append(tb.select(tb.gt(a, b), a, tb.neg(b)))
+        elif kind == "view" and shape in ("NM", "MN"):
+            pool["MN" if shape == "NM" else "NM"].append(tb.transpose(a, perm=[1, 0]))
+        elif kind == "view":  # a vector broadcast along a new leading axis
+            full = ["N", "M"] if shape == "M" else ["M", "N"]
+            pool["NM" if shape == "M" else "MN"].append(tb.broadcast(a, shape=full, dims=[1]))
+        elif shape in ("NM", "MN"):
+            op = draw(st.sampled_from(["reduce_max", "reduce_min"]))
+            pool[shape[0]].append(tb.apply_op(op, a, axes=[1]))
+    results = draw(st.lists(st.sampled_from([v for vs in pool.values() for v in vs]),
+                            min_size=1, max_size=2))
+    f.ret(*results)
+    return f.finish()
+
+
+@settings(max_examples=30, deadline=None)
+@given(programs(), st.booleans(), st.integers(1, 5), st.integers(1, 6))
+def test_random_programs(func: Func, fuse: bool, n: int, m: int) -> None:
+    rng = np.random.default_rng(n * 7 + m)
+    xs = [(rng.standard_normal(s) * 3).astype(np.float32) for s in ((n, m), (m,), (n,))]
+    xs[0].ravel()[0] = np.nan
+    got = compile_func(func, fuse=fuse)(*xs)
+    ref = evaluate(func, xs)
+    for g, r in zip(got, ref, strict=True):
+        np.testing.assert_array_equal(g, r)  # -0.0 == 0.0 here: max/min zero signs may differ
