@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,10 +151,17 @@ def optimize(func: Func, rules: Sequence[Rule], options: OptOptions = OptOptions
     if not options.isolate:
         return run_optimizer(func, rules, options)
     start = time.perf_counter()
+    # fork, not spawn: rules and programs hold op-table callables that do not pickle, and a
+    # spawned child would spend the time limit re-importing. The child only runs egglog and this
+    # module; the parent's other threads (OpenBLAS workers, idle kernel-pool workers) hold no
+    # lock it needs, which is what Python's warning about forking with threads is about.
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
     child = ctx.Process(target=_child, args=(send, func, rules, options), daemon=True)
-    child.start()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "This process .* is multi-threaded",
+                                DeprecationWarning)
+        child.start()
     send.close()
     deadline = start + options.limits.seconds * (1 + GRACE)
     report = RunReport(extractor=options.extractor)
