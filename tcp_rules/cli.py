@@ -15,7 +15,8 @@ import numpy as np
 
 from tcp_rules.benchsuites import optimizer_suite, verifier_suite
 from tcp_rules.diagnostics import TcpError
-from tcp_rules.egraph.saturate import Limits
+from tcp_rules.egraph.saturate import Limits, check_schedule
+from tcp_rules.extract.cost import RooflineCost
 from tcp_rules.inputs import load_inputs, random_inputs, save_results
 from tcp_rules.ops import OPS
 from tcp_rules.optimize import OptOptions
@@ -128,7 +129,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         module = load_module_file(args.program, emit)
         func = select_func(module, args.func)
         if not args.no_opt:
-            func = optimize_func(func, _rules(args.rules).rules, _opt_options(args), emit).func
+            lib, options = _rules(args.rules), _opt_options(args)
+            check_schedule(lib.rules, options.schedule)
+            func = optimize_func(func, lib.rules, options, emit).func
         if args.emit == "llvm":
             run_func(func, (), "compiled", emit)  # prints the IR before any input is needed
     except EmitStop:
@@ -204,8 +207,13 @@ def _opt_options(args: argparse.Namespace) -> OptOptions:
                         ("--time-limit", args.time_limit)):
         if value <= 0:
             raise TcpError.at(f"{name} must be positive")
+    if args.default_size < 1:
+        raise TcpError.at("--default-size must be at least 1")
+    schedule = tuple(tuple(rs.strip() for rs in stage.split(",") if rs.strip())
+                     for stage in (args.schedule or "").split(";") if stage.strip())
     return OptOptions(allow=allow, extractor=args.extractor, isolate=not args.no_isolate,
-                      limits=Limits(args.iter_limit, args.node_limit, args.time_limit))
+                      limits=Limits(args.iter_limit, args.node_limit, args.time_limit),
+                      cost=RooflineCost(default_size=args.default_size), schedule=schedule)
 
 
 def _rules(paths: Sequence[str] | None) -> RuleLibrary:
@@ -220,6 +228,7 @@ def cmd_opt(args: argparse.Namespace) -> int:
         return 0
     funcs = [select_func(module, args.func)] if args.func else list(module.funcs)
     lib, options = _rules(args.rules), _opt_options(args)
+    check_schedule(lib.rules, options.schedule)
     results = []
     for func in funcs:
         try:
@@ -288,6 +297,11 @@ def _opt_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--node-limit", type=int, default=Limits.nodes)
     p.add_argument("--time-limit", type=float, default=Limits.seconds, metavar="S")
     p.add_argument("--extractor", choices=("tree", "dag", "ilp"), default="dag")
+    p.add_argument("--schedule", metavar="STAGES",
+                   help="rulesets per stage, stages in order each iteration: 'layout;algebra,"
+                        "broadcast' (default: every ruleset in one stage)")
+    p.add_argument("--default-size", type=int, default=RooflineCost.default_size, metavar="N",
+                   help="the size the cost model gives symbolic dims (default 64)")
     p.add_argument("--no-isolate", action="store_true",
                    help="saturate in this process (the time limit is then checked between "
                         "iterations only)")

@@ -23,6 +23,7 @@ from tcp_rules.egraph.saturate import (
     EgglogPanic,
     Limits,
     Saturation,
+    Schedule,
     load,
     run_text,
     saturate,
@@ -50,6 +51,7 @@ class OptOptions:
     cost: CostModel = field(default_factory=RooflineCost)
     isolate: bool = True
     ilp_seconds: float = 10.0
+    schedule: Schedule = ()
 
 
 @dataclass
@@ -114,7 +116,7 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
                       "cost": min(cost, report.cost_before)})
 
     try:
-        sat = load(func, chosen)
+        sat = load(func, chosen, options.schedule)
         report.rules_loaded = len(sat.rules_loaded)
         report.rules_skipped = sat.rules_skipped
         saturate(sat, options.limits, start + options.limits.seconds, on_iteration)

@@ -80,7 +80,8 @@ def optimize_func(func: Func, rules: Sequence[Rule], options: OptOptions,
                   emit: Emitter | None = None) -> OptResult:
     """Saturate and extract, emitting the ``egglog``, ``report`` and ``optimized`` stages."""
     emit = emit or Emitter()
-    emit("egglog", lambda: build_text(func, select_rules(rules, options.allow), Tables())[0])
+    emit("egglog", lambda: build_text(func, select_rules(rules, options.allow), Tables(),
+                                      options.schedule)[0])
     result = optimize(func, rules, options)
     emit("report", result.report.render)
     emit("optimized", lambda: print_func(result.func))

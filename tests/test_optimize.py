@@ -267,3 +267,24 @@ def test_egglog_errors_point_at_the_rule(monkeypatch: pytest.MonkeyPatch) -> Non
     diag = info.value.diagnostics[0]
     assert diag.span is not None and diag.span.where.endswith("opt_rules.tcpr:5:1")
     assert "rule tt-compose cannot be run by egglog" in diag.message
+
+
+def test_schedule_runs_rulesets_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "two.tcpr"
+    path.write_text("ruleset first\nrule neg-neg: neg(neg(x)) => x\n"
+                    "ruleset second\nrule abs-abs: abs(abs(x)) => abs(x)\n")
+    rules = load_rules([path]).rules
+    f = func("func f(x: f32[N]) -> f32[N] { return abs(abs(neg(neg(x)))) }")
+    staged = OptOptions(isolate=False, schedule=(("first",), ("second",)))
+    result = optimize(f, rules, staged)
+    assert body(print_func(result.func)) == "return abs(x)"
+    only_second = optimize(f, rules, OptOptions(isolate=False, schedule=(("second",),)))
+    assert body(print_func(only_second.func)) == "return abs(neg(neg(x)))"
+    assert only_second.report.matches.get("neg-neg", 0) == 0
+
+
+def test_unknown_schedule_ruleset_is_a_cli_error(tmp_path: Path) -> None:
+    prog = tmp_path / "p.tcp"
+    prog.write_text("func f(x: f32[N]) -> f32[N] { return neg(x) }\n")
+    out = run_cli("opt", str(prog), "--schedule", "algebra;nope")
+    assert out.returncode == 1 and "no ruleset 'nope'" in out.stderr

@@ -59,18 +59,26 @@ class Saturation:
     rules_skipped: list[tuple[str, str]] = field(default_factory=list)
     iterations: list[IterationStats] = field(default_factory=list)
     stop_reason: str = "not run"
+    stages: list[str] = field(default_factory=lambda: ["all-rules"])
+
+
+# A schedule: stages of DSL rulesets. Each iteration runs every stage once, in order (the type
+# analysis reaching its fixpoint before and after each); iterations repeat until saturation or
+# a limit. The empty schedule is one stage with every ruleset.
+Schedule = tuple[tuple[str, ...], ...]
 
 
 def max_rank(func: Func) -> int:
     return max((v.type.rank for v in func.values()), default=0)
 
 
-def build_text(func: Func, rules: Sequence[Rule], tables_: Tables) -> tuple[
-        str, list[str], list[str], list[tuple[str, str]]]:
+def build_text(func: Func, rules: Sequence[Rule], tables_: Tables,
+               schedule: Schedule = ()) -> tuple[str, list[str], list[str], list[tuple[str, str]]]:
     """The whole egglog program for ``func`` and ``rules`` (what ``--emit egglog`` prints).
 
     Returns (text, root names, rules loaded, rules skipped with the reason).
     """
+    check_schedule(rules, schedule)
     program, names = encode_program(func, tables_)
     roots = [names[id(r)] for r in func.results]
     rule_texts: list[str] = []
@@ -95,21 +103,39 @@ def build_text(func: Func, rules: Sequence[Rule], tables_: Tables) -> tuple[
           for rs, members in groups.items()),
         f"(unstable-combined-ruleset all-rules {' '.join(ruleset_name(rs) for rs in groups)})"
         if groups else "(ruleset all-rules)",
+        *(_stage(i, [rs for rs in stage if rs in groups]) for i, stage in enumerate(schedule)),
         "; the program", program, "; scalar values for guards", tables_.scalar_rows(),
     ]
     return "\n".join(parts), roots, [r.name for r in loaded], skipped
 
 
-def load(func: Func, rules: Sequence[Rule]) -> Saturation:
-    """Create the e-graph holding ``func`` with ``rules`` ready to run."""
+def check_schedule(rules: Sequence[Rule], schedule: Schedule) -> None:
+    """Every ruleset a schedule names must exist among the rules (TcpError otherwise)."""
+    known = list(dict.fromkeys(r.ruleset for r in rules))
+    for stage in schedule:
+        for name in stage:
+            if name not in known:
+                raise TcpError.at(f"schedule: no ruleset '{name}' among the rules "
+                                  f"(rulesets: {', '.join(known) or 'none'})")
+
+
+def _stage(index: int, rulesets: list[str]) -> str:
+    members = " ".join(ruleset_name(rs) for rs in rulesets)
+    return (f"(unstable-combined-ruleset stage{index} {members})" if members
+            else f"(ruleset stage{index})")
+
+
+def load(func: Func, rules: Sequence[Rule], schedule: Schedule = ()) -> Saturation:
+    """Create the e-graph holding ``func`` with ``rules`` ready to run ``schedule``."""
     tables_ = Tables()
-    text, roots, loaded, skipped = build_text(func, rules, tables_)
+    text, roots, loaded, skipped = build_text(func, rules, tables_, schedule)
     eg = bindings.EGraph()
     try:
         run_text(eg, text, "program.egg")
     except TcpError as e:
         raise _blame(e, text, rules) from None
-    return Saturation(eg, tables_, roots, text, loaded, skipped)
+    stages = [f"stage{i}" for i in range(len(schedule))] or ["all-rules"]
+    return Saturation(eg, tables_, roots, text, loaded, skipped, stages=stages)
 
 
 def _blame(error: TcpError, text: str, rules: Sequence[Rule]) -> TcpError:
@@ -159,13 +185,20 @@ def sizes(eg: bindings.EGraph) -> tuple[int, int]:
 
 
 def step(sat: Saturation) -> tuple[bool, dict[str, int]]:
-    """One iteration: types to a fixpoint, then each rule once. Returns (changed, matches)."""
-    outputs = run_text(sat.egraph, "(run-schedule (saturate (run types)))\n(run all-rules 1)\n"
-                       "(run-schedule (saturate (run types)))", "step.egg")
-    report = outputs[1].report  # type: ignore[attr-defined]
-    matches = {k: int(v) for k, v in report.num_matches_per_rule.items()
-               if not k.startswith("type-")}
-    return bool(report.updated), matches
+    """One iteration: each stage of the schedule once, in order, with the type analysis at its
+    fixpoint before and after each. Returns (changed, matches per rule)."""
+    types = "(run-schedule (saturate (run types)))"
+    text = "\n".join([types, *(f"(run {s} 1)\n{types}" for s in sat.stages)])
+    outputs = run_text(sat.egraph, text, "step.egg")
+    changed = False
+    matches: dict[str, int] = {}
+    for out in outputs[1::2]:  # the stages' reports; the others are the type analysis
+        report = out.report  # type: ignore[attr-defined]
+        changed = changed or bool(report.updated)
+        for k, v in report.num_matches_per_rule.items():
+            if not k.startswith("type-"):
+                matches[k] = matches.get(k, 0) + int(v)
+    return changed, matches
 
 
 def saturate(sat: Saturation, limits: Limits, deadline: float | None = None,
