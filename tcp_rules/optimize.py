@@ -39,6 +39,7 @@ from tcp_rules.printer import print_func
 from tcp_rules.rules.model import Rule
 
 GRACE = 0.05  # the child is killed at the time limit plus this fraction (+10% in all)
+PROGRESS_DAG_LIMIT = 4000  # e-nodes up to which the per-iteration fallback uses greedy DAG
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,10 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
         for k, v in it.matches.items():
             report.matches[k] = report.matches.get(k, 0) + v
         if progress is not None:  # the best program so far, should the deadline strike
-            out, cost, _ = _extract(sat, func, options, "dag")
+            # (greedy DAG extraction grows quadratically; past a few thousand e-nodes the
+            # fallback is extracted as a tree, which is linear)
+            quick = "dag" if it.enodes <= PROGRESS_DAG_LIMIT else "tree"
+            out, cost, _ = _extract(sat, func, options, quick)
             progress({"iteration": report.iterations[-1], "matches": dict(report.matches),
                       "program": print_func(out) if cost < report.cost_before else None,
                       "cost": min(cost, report.cost_before)})

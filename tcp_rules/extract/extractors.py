@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -57,48 +58,85 @@ def dag_cost(snap: Snapshot, choice: dict[int, ENode], costs: dict[tuple[int, in
     return total
 
 
+def _parents(snap: Snapshot) -> dict[int, list[tuple[int, int]]]:
+    """For each e-class, the (class, node index) of every e-node that uses it."""
+    parents: dict[int, list[tuple[int, int]]] = {c: [] for c in snap.classes}
+    for c in snap.classes.values():
+        for i, n in enumerate(c.nodes):
+            for k in set(n.children):
+                parents[k].append((c.id, i))
+    return parents
+
+
+def _leaves(snap: Snapshot) -> deque[tuple[int, int]]:
+    return deque((c.id, i) for c in snap.classes.values() for i, n in enumerate(c.nodes)
+                 if not n.children)
+
+
 def tree(snap: Snapshot, model: CostModel) -> Extraction:
-    """Bottom-up fixpoint of cost(node) + sum of the children's best costs."""
+    """Bottom-up fixpoint of cost(node) + sum of the children's best costs (worklist-driven:
+    a node is re-evaluated when one of its children got cheaper)."""
     start = time.perf_counter()
     costs = node_costs(snap, model)
+    parents = _parents(snap)
     best: dict[int, float] = {c: INF for c in snap.classes}
     pick: dict[int, ENode] = {}
-    changed = True
-    while changed:
-        changed = False
-        for c in snap.classes.values():
-            for i, n in enumerate(c.nodes):
-                total = costs[(c.id, i)] + sum(best[k] for k in n.children)
-                if total < best[c.id] - 1e-9:
-                    best[c.id], pick[c.id] = total, n
-                    changed = True
+    todo = _leaves(snap)
+    queued = set(todo)
+    while todo:
+        cid, i = todo.popleft()
+        queued.discard((cid, i))
+        n = snap.classes[cid].nodes[i]
+        total = costs[(cid, i)] + sum(best[k] for k in n.children)
+        if total < best[cid] - 1e-9:
+            best[cid], pick[cid] = total, n
+            for p in parents[cid]:
+                if p not in queued:
+                    queued.add(p)
+                    todo.append(p)
     return _finish(snap, pick, costs, "tree", start)
 
 
 def greedy_dag(snap: Snapshot, model: CostModel) -> Extraction:
-    """Like tree, but a node's cost is that of the union of its children's sub-DAGs."""
+    """Like tree, but a node's cost is that of the union of its children's sub-DAGs.
+
+    Worklist-driven: a node is re-evaluated only when one of its children found a cheaper
+    sub-DAG, so each node is looked at a few times rather than once per pass.
+    """
     start = time.perf_counter()
     costs = node_costs(snap, model)
+    parents = _parents(snap)
     best: dict[int, tuple[float, dict[int, float]]] = {}
     pick: dict[int, ENode] = {}
-    changed = True
-    while changed:
-        changed = False
-        for c in snap.classes.values():
-            for i, n in enumerate(c.nodes):
-                own = costs[(c.id, i)]
-                if own == INF or any(k not in best for k in n.children):
-                    continue
-                shared: dict[int, float] = {}
-                for k in n.children:
-                    shared.update(best[k][1])
-                if c.id in shared:  # the node would use its own class: a cycle
-                    continue
-                shared[c.id] = own
-                total = sum(shared.values())
-                if c.id not in best or total < best[c.id][0] - 1e-9:
-                    best[c.id], pick[c.id] = (total, shared), n
-                    changed = True
+    todo = _leaves(snap)
+    queued = set(todo)
+    while todo:
+        cid, i = todo.popleft()
+        queued.discard((cid, i))
+        n = snap.classes[cid].nodes[i]
+        own = costs[(cid, i)]
+        if own == INF or any(k not in best for k in n.children):
+            continue
+        kids = list(dict.fromkeys(n.children))
+        top = max(kids, key=lambda k: len(best[k][1]), default=None)
+        base_total, base = best[top] if top is not None else (0.0, {})
+        extra: dict[int, float] = {}  # what the other children add to the largest sub-DAG
+        for k in kids:
+            if k != top:
+                for c, v in best[k][1].items():
+                    if c not in base:
+                        extra[c] = v
+        if cid in base or cid in extra:  # the node would use its own class: a cycle
+            continue
+        total = base_total + sum(extra.values()) + own
+        if cid in best and total >= best[cid][0] - 1e-9:
+            continue
+        shared = {**base, **extra, cid: own}  # copied only when the node wins
+        best[cid], pick[cid] = (total, shared), n
+        for p in parents[cid]:
+            if p not in queued:
+                queued.add(p)
+                todo.append(p)
     return _finish(snap, pick, costs, "dag", start)
 
 
