@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from tcp_rules.benchsuites import optimizer_suite, verifier_suite
+from tcp_rules.demo import run_demo
 from tcp_rules.diagnostics import TcpError
 from tcp_rules.egraph.saturate import Limits, check_schedule
 from tcp_rules.extract.cost import RooflineCost
@@ -31,8 +32,7 @@ from tcp_rules.pipeline import (
     run_func,
     select_func,
 )
-from tcp_rules.printer import format_type, print_func
-from tcp_rules.resources import example_paths
+from tcp_rules.printer import print_func
 from tcp_rules.rules.library import RuleLibrary, load_rules, load_standard_library
 from tcp_rules.rules.model import CLASSES
 from tcp_rules.rules.printer import format_guards, format_rules
@@ -153,48 +153,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _demo_one(path: Path, lib: RuleLibrary, sizes: dict[str, int], seed: int) -> str:
-    """Optimize one example, compile the result, run it, and check it against the reference."""
-    func = load_module_file(path).funcs[0]
-    result = optimize_func(func, lib.rules, OptOptions(limits=Limits(seconds=5.0)))
-    inputs = random_inputs(func, sizes, default_size=64, seed=seed)
-    expected = run_func(func, inputs, "reference")
-    start = time.perf_counter()
-    run_func(result.func, inputs, "compiled")  # compiles (or loads from the kernel cache)
-    first = time.perf_counter() - start
-    start = time.perf_counter()
-    got = run_func(result.func, inputs, "compiled")
-    again = time.perf_counter() - start
-    shapes = ", ".join(f"{p.param}{list(a.shape)}" for p, a in zip(func.params, inputs,
-                                                                   strict=True))
-    r = result.report
-    lines = [f"== {path.name}: func {func.name}, inputs {shapes}",
-             f"  optimized in {r.seconds:.2f} s: {r.stop_reason} after {len(r.iterations)} "
-             f"iterations, {r.iterations[-1]['enodes'] if r.iterations else 0} e-nodes, "
-             f"{sum(1 for k in r.matches.values() if k)} rules matched; cost "
-             f"{r.cost_before:.6g} -> {r.cost_after:.6g}"
-             + (" (original kept)" if r.kept_original else ""),
-             *(f"  | {line}" for line in print_func(result.func).splitlines()),
-             f"  compiled: first run {first * 1e3:.1f} ms (compile or cache load included), "
-             f"then {again * 1e3:.2f} ms"]
-    for i, (a, b) in enumerate(zip(expected, got, strict=True)):
-        err = float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)), initial=0.0))
-        lines.append(f"  result{i} {format_type(func.result_types[i])}: compiled optimized "
-                     f"program vs reference interpreter on the original: max |difference| "
-                     f"{err:.3g}, mean {float(np.mean(b)):.6g}")
-    return "\n".join(lines)
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
-    sizes = _sizes(args.size)
-    lib = load_standard_library()
-    print("tcp-rules demo: optimize each bundled example with the standard rule library "
-          f"({len(lib.rules)} rules, classes exact and approx),")
-    print("compile the optimized program to native kernels, run it on seeded random inputs "
-          f"(symbolic dims 64; seed {args.seed}),")
-    print("and compare with the reference interpreter running the original program\n")
-    for path in example_paths():
-        print(_demo_one(path, lib, sizes, args.seed) + "\n")
+    run_demo(_sizes(args.size), args.seed)
     return 0
 
 

@@ -9,7 +9,6 @@ from tcp_rules.extract.cost import CostModel
 from tcp_rules.extract.snapshot import ENode, Snapshot, scalar_value
 from tcp_rules.ir import Apply, Func, Value
 from tcp_rules.ops import AttrKind, ShapeError
-from tcp_rules.types import DType
 
 
 class DecodeError(Exception):
@@ -76,5 +75,3 @@ def program_cost(func: Func, model: CostModel) -> float:
             total += model.node_cost(node, v.type, [o.type for o in v.operands])
     return total
 
-
-__all__ = ["DType", "DecodeError", "decode", "program_cost"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tcp_rules.extract.cost import CostModel
-from tcp_rules.extract.snapshot import EClass, ENode, Snapshot
+from tcp_rules.extract.snapshot import ENode, Snapshot
 
 INF = math.inf
 
@@ -215,6 +215,3 @@ class ExtractionError(Exception):
 EXTRACTORS: dict[str, Callable[[Snapshot, CostModel], Extraction]] = {
     "tree": tree, "dag": greedy_dag, "ilp": ilp}
 
-
-def eclass_of(snap: Snapshot, c: int) -> EClass:
-    return snap.classes[c]

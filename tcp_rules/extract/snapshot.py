@@ -10,7 +10,7 @@ from egglog import bindings
 from tcp_rules.egraph.encode import NONE_BOUND, Tables, bits_scalar
 from tcp_rules.egraph.schema import OP_OF_CONSTRUCTOR
 from tcp_rules.ops import AttrKind, OpDef
-from tcp_rules.types import Dim, DType, TensorType
+from tcp_rules.types import DType, TensorType
 
 
 @dataclass(frozen=True)
@@ -128,5 +128,3 @@ def scalar_value(bits: int, dtype: DType) -> int | float | bool | None:
     """A scalar attribute's value for ``dtype`` (None for an absent clamp bound)."""
     return None if bits == NONE_BOUND else bits_scalar(bits, dtype)
 
-
-__all__ = ["Dim", "EClass", "ENode", "Snapshot", "scalar_value", "snapshot"]

@@ -25,7 +25,6 @@ from tcp_rules.rules.model import (
     AList,
     AttrExpr,
     Example,
-    Guard,
     Pattern,
     POp,
     Rule,
@@ -78,7 +77,7 @@ def check_types(rule: Rule, bag: DiagnosticBag, budget: int = 10_000,
     counts: list[int] = []
     complete = True
     for label, frm, to in rule.directions():
-        side = "left" if label == "=>" else "right"
+        side, other = ("left", "right") if label == "=>" else ("right", "left")
         enum = Enumerator(frm, rule.guards, _dtypes_of(rule), budget, limit)
         n = 0
         for inst in enum:
@@ -88,15 +87,15 @@ def check_types(rule: Rule, bag: DiagnosticBag, budget: int = 10_000,
             except EvalError:
                 continue  # a computed attribute is undefined here: the rewrite does not apply
             except ShapeError as e:
-                bag.error(f"rule {rule.name}: the {'right' if side == 'left' else 'left'} side is "
-                          f"ill-typed when the {side} side has type {inst.value.type}: "
+                bag.error(f"rule {rule.name}: the {other} side is ill-typed when the {side} side "
+                          f"has type {inst.value.type}: "
                           f"{e.message}", rule.span,
                           notes=[(f"for {inst.describe()}", None)])
                 return TypeCheckResult(tuple(counts), complete)
             if out.type != inst.value.type:
                 bag.error(f"rule {rule.name} changes the type"
-                          f"{' (right to left)' if label == '<=' else ''}: {frm_name(side)} "
-                          f"has type {inst.value.type} but {to_name(side)} has type {out.type}",
+                          f"{' (right to left)' if label == '<=' else ''}: the {side} side "
+                          f"has type {inst.value.type} but the {other} side has type {out.type}",
                           rule.span, notes=[(f"for {inst.describe()}", None)],
                           hint="add a guard that excludes this case, or fix the rule")
                 return TypeCheckResult(tuple(counts), complete)
@@ -104,16 +103,8 @@ def check_types(rule: Rule, bag: DiagnosticBag, budget: int = 10_000,
             bag.error(f"rule {rule.name}: the {side} side is never well-typed (no instance with "
                       f"rank <= 3 satisfies the op shape rules and the guards)", rule.span)
         counts.append(n)
-        complete = complete and not enum.budget.exhausted
+        complete = complete and not enum.budget.exhausted and enum.yielded < enum.limit
     return TypeCheckResult(tuple(counts), complete)
-
-
-def frm_name(side: str) -> str:
-    return f"the {side} side"
-
-
-def to_name(side: str) -> str:
-    return "the right side" if side == "left" else "the left side"
 
 
 def run_example(rule: Rule, ex: Example) -> Diagnostic | None:
@@ -154,4 +145,4 @@ def check_examples(rule: Rule, bag: DiagnosticBag) -> None:
             bag.items.append(d)
 
 
-__all__ = ["Guard", "TypeCheckResult", "check_examples", "check_types", "run_example"]
+__all__ = ["TypeCheckResult", "check_examples", "check_types", "run_example"]
