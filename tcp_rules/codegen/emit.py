@@ -182,8 +182,10 @@ class KernelEmitter(BodyEmitter):
 
     # Loops -------------------------------------------------------------------------------------
 
-    def loop(self, var: str, lo: ir.Value, hi: ir.Value, body: Callable[[], None]) -> None:
-        """``for var in [lo, hi)``; values emitted inside are forgotten afterwards."""
+    def loop(self, var: str, lo: ir.Value, hi: ir.Value, body: Callable[[], None],
+             step: int = 1) -> None:
+        """``for var in [lo, hi) by step``; values emitted inside are forgotten afterwards (they
+        do not dominate the code after the loop)."""
         b = self.e.b
         slot = self._alloca(I64, name=var)
         b.store(lo, slot)
@@ -201,7 +203,7 @@ class KernelEmitter(BodyEmitter):
         for key in set(self.memo) - before:
             del self.memo[key]
         del self.idx[var]
-        b.store(b.add(i, ir.Constant(I64, 1), flags=["nsw"]), slot)
+        b.store(b.add(i, ir.Constant(I64, step), flags=["nsw"]), slot)
         b.branch(cond)
         b.position_at_end(done)
 
@@ -241,8 +243,8 @@ class KernelEmitter(BodyEmitter):
                 self.bounds[inner] = (c0, e.intrinsic("smin", [b.add(c0, tile), ext]))
                 self.loop(outer, r0, r1, lambda: self.emit_scope(outer))
                 del self.bounds[inner]
-            self._step_loop(f"{inner}.t", ir.Constant(I64, 0), ext, TILE, per_col_block)
-        self._step_loop(f"{outer}.t", lo, hi, TILE, per_row_block)
+            self.loop(f"{inner}.t", ir.Constant(I64, 0), ext, per_col_block, TILE)
+        self.loop(f"{outer}.t", lo, hi, per_row_block, TILE)
 
     def store(self) -> None:
         k = self.k
@@ -317,27 +319,7 @@ class KernelEmitter(BodyEmitter):
                 update(part)
             self.loop(var, start, end, inner)
             b.store(b.fadd(b.load(acc), b.load(part), flags=["reassoc"]), acc)
-        self._step_loop(blk, ir.Constant(I64, 0), ext, F64_SUM_BLOCK, block)
-
-    def _step_loop(self, var: str, lo: ir.Value, hi: ir.Value, step: int,
-                   body: Callable[[], None]) -> None:
-        b = self.e.b
-        slot = self._alloca(I64, name=var)
-        b.store(lo, slot)
-        cond = b.append_basic_block(f"{var}.cond")
-        loop_body = b.append_basic_block(f"{var}.body")
-        done = b.append_basic_block(f"{var}.done")
-        b.branch(cond)
-        b.position_at_end(cond)
-        i = b.load(slot)
-        b.cbranch(b.icmp_signed("<", i, hi), loop_body, done)
-        b.position_at_end(loop_body)
-        self.idx[var] = i
-        body()
-        del self.idx[var]
-        b.store(b.add(i, ir.Constant(I64, step), flags=["nsw"]), slot)
-        b.branch(cond)
-        b.position_at_end(done)
+        self.loop(blk, ir.Constant(I64, 0), ext, block, F64_SUM_BLOCK)
 
     def emit_nodes(self, var: str) -> None:
         """Emit the nodes whose innermost loop is reduction loop ``var``."""
