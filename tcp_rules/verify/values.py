@@ -80,8 +80,8 @@ class Palette:
         for dtype in DType:
             pool = finite_values(dtype) if finite else special_values(dtype)
             weights = 1.0 / (np.arange(len(pool)) + 3.0)  # the simplest values most often
-            if dtype is not DType.I1 and rng.random() < 0.35:  # a mirror: {0.0, -0.0}, {1, -1}
-                near = weights[:6] / weights[:6].sum()
+            if dtype is not DType.I1 and rng.random() < 0.5:  # a mirror: {0.0, -0.0}, {1, -1}
+                near = weights[:4] / weights[:4].sum()
                 picks = [pool[int(rng.choice(len(near), p=near))]]
                 picks.append(-picks[0])
             else:
