@@ -15,7 +15,6 @@ from tcp_rules.diagnostics import DiagnosticBag, Source, Span, TcpError
 from tcp_rules.grammar import ast
 from tcp_rules.grammar.parser import (
     ProgramBuilder,
-    grammar,
     parse_program,
     program_hint,
     run_parser,
@@ -340,5 +339,4 @@ def load_program(source: Source) -> Module:
     return elaborate(parse_program(source))
 
 
-__all__ = ["elaborate", "elaborate_term", "eval_attr", "eval_type", "grammar", "load_program",
-           "parse_type"]
+__all__ = ["elaborate", "elaborate_term", "eval_attr", "eval_type", "load_program", "parse_type"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tcp_rules.diagnostics import TcpError
-from tcp_rules.egraph.schema import _vec, constructor
+from tcp_rules.egraph.schema import SORT_OF_ATTR, _vec, constructor
 from tcp_rules.ir import Apply, Func, Param
 from tcp_rules.ops import AttrKind, OpDef
 from tcp_rules.rules.functions import Sort
@@ -372,7 +372,7 @@ class RuleEncoder:
                     elif isinstance(e, AConst):
                         texts.append(attr_text(spec.kind, e.value, self.tables))
                     else:
-                        texts.append(self.expr(e, _egg_sort(spec.kind)))
+                        texts.append(self.expr(e, SORT_OF_ATTR[spec.kind]))
                 return (f"({constructor(op)} {_operands(op, parts)} {' '.join(texts)})"
                         .replace(" )", ")"))
         raise AssertionError(p)
@@ -414,12 +414,6 @@ def _typed_like(p: Pattern) -> str | None:
             if found is not None:
                 return found
     return None
-
-
-def _egg_sort(kind: AttrKind) -> str:
-    return {AttrKind.INT: "i64", AttrKind.INTS: "IVec", AttrKind.DIMS: "IVec",
-            AttrKind.DTYPE: "String", AttrKind.SCALAR: "i64", AttrKind.BOOL: "bool",
-            AttrKind.DATA: "i64"}[kind]
 
 
 def ruleset_name(name: str) -> str:

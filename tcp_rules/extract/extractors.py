@@ -58,65 +58,59 @@ def dag_cost(snap: Snapshot, choice: dict[int, ENode], costs: dict[tuple[int, in
     return total
 
 
-def _parents(snap: Snapshot) -> dict[int, list[tuple[int, int]]]:
-    """For each e-class, the (class, node index) of every e-node that uses it."""
+def _propagate(snap: Snapshot, improve: Callable[[int, int], bool]) -> None:
+    """Evaluate e-nodes bottom-up from the leaves: ``improve(class, node index)`` says whether
+    that node made its class cheaper, and then the class's users are evaluated again."""
     parents: dict[int, list[tuple[int, int]]] = {c: [] for c in snap.classes}
     for c in snap.classes.values():
         for i, n in enumerate(c.nodes):
             for k in set(n.children):
                 parents[k].append((c.id, i))
-    return parents
-
-
-def _leaves(snap: Snapshot) -> deque[tuple[int, int]]:
-    return deque((c.id, i) for c in snap.classes.values() for i, n in enumerate(c.nodes)
+    todo = deque((c.id, i) for c in snap.classes.values() for i, n in enumerate(c.nodes)
                  if not n.children)
-
-
-def tree(snap: Snapshot, model: CostModel) -> Extraction:
-    """Bottom-up fixpoint of cost(node) + sum of the children's best costs (worklist-driven:
-    a node is re-evaluated when one of its children got cheaper)."""
-    start = time.perf_counter()
-    costs = node_costs(snap, model)
-    parents = _parents(snap)
-    best: dict[int, float] = {c: INF for c in snap.classes}
-    pick: dict[int, ENode] = {}
-    todo = _leaves(snap)
     queued = set(todo)
     while todo:
         cid, i = todo.popleft()
         queued.discard((cid, i))
-        n = snap.classes[cid].nodes[i]
-        total = costs[(cid, i)] + sum(best[k] for k in n.children)
-        if total < best[cid] - 1e-9:
-            best[cid], pick[cid] = total, n
+        if improve(cid, i):
             for p in parents[cid]:
                 if p not in queued:
                     queued.add(p)
                     todo.append(p)
+
+
+def tree(snap: Snapshot, model: CostModel) -> Extraction:
+    """Bottom-up fixpoint of cost(node) + sum of the children's best costs."""
+    start = time.perf_counter()
+    costs = node_costs(snap, model)
+    best: dict[int, float] = {c: INF for c in snap.classes}
+    pick: dict[int, ENode] = {}
+
+    def improve(cid: int, i: int) -> bool:
+        n = snap.classes[cid].nodes[i]
+        total = costs[(cid, i)] + sum(best[k] for k in n.children)
+        if total >= best[cid] - 1e-9:
+            return False
+        best[cid], pick[cid] = total, n
+        return True
+
+    _propagate(snap, improve)
     return _finish(snap, pick, costs, "tree", start)
 
 
 def greedy_dag(snap: Snapshot, model: CostModel) -> Extraction:
-    """Like tree, but a node's cost is that of the union of its children's sub-DAGs.
-
-    Worklist-driven: a node is re-evaluated only when one of its children found a cheaper
-    sub-DAG, so each node is looked at a few times rather than once per pass.
-    """
+    """Like tree, but a node's cost is that of the union of its children's sub-DAGs (each
+    class it reaches counted once)."""
     start = time.perf_counter()
     costs = node_costs(snap, model)
-    parents = _parents(snap)
     best: dict[int, tuple[float, dict[int, float]]] = {}
     pick: dict[int, ENode] = {}
-    todo = _leaves(snap)
-    queued = set(todo)
-    while todo:
-        cid, i = todo.popleft()
-        queued.discard((cid, i))
+
+    def improve(cid: int, i: int) -> bool:
         n = snap.classes[cid].nodes[i]
         own = costs[(cid, i)]
         if own == INF or any(k not in best for k in n.children):
-            continue
+            return False
         kids = list(dict.fromkeys(n.children))
         top = max(kids, key=lambda k: len(best[k][1]), default=None)
         base_total, base = best[top] if top is not None else (0.0, {})
@@ -127,16 +121,14 @@ def greedy_dag(snap: Snapshot, model: CostModel) -> Extraction:
                     if c not in base:
                         extra[c] = v
         if cid in base or cid in extra:  # the node would use its own class: a cycle
-            continue
+            return False
         total = base_total + sum(extra.values()) + own
         if cid in best and total >= best[cid][0] - 1e-9:
-            continue
-        shared = {**base, **extra, cid: own}  # copied only when the node wins
-        best[cid], pick[cid] = (total, shared), n
-        for p in parents[cid]:
-            if p not in queued:
-                queued.add(p)
-                todo.append(p)
+            return False
+        best[cid], pick[cid] = (total, {**base, **extra, cid: own}), n  # copied only on a win
+        return True
+
+    _propagate(snap, improve)
     return _finish(snap, pick, costs, "dag", start)
 
 
