@@ -21,6 +21,7 @@ import numpy as np
 from tcp_rules.diagnostics import Span, TcpError
 from tcp_rules.ir import Apply, Func, Param, Value, attrs_with_defaults
 from tcp_rules.ops import OPS, AttrKind, AttrSpec, OpDef, ShapeError
+from tcp_rules.sorts import Sort, apply_sort
 from tcp_rules.types import DenseData, Dim, DType, TensorType
 
 Scalar = int | float | bool
@@ -177,7 +178,9 @@ def make_apply(op: OpDef, args: Sequence[Operand], attrs: Mapping[str, Any], *,
         else:
             typed.append(a)
     result = op.infer([v.type for v in typed], dict(checked))
-    return Apply(result, op=op, operands=tuple(typed), attrs=checked, span=span, name=name)
+    sort = apply_sort(op, [v.sort for v in typed])
+    return Apply(result, op=op, operands=tuple(typed), attrs=checked, span=span, name=name,
+                 sort=sort)
 
 
 def format_scalar(v: Scalar) -> str:
@@ -252,6 +255,9 @@ class FuncBuilder:
             if not isinstance(v, Value):
                 raise TcpError.at(f"func {self.name}: a result must be a tensor value, got {v!r} "
                                   f"(use build.make_splat(value, type) for a constant)")
+            if v.sort is Sort.BODY:
+                raise TcpError.at(f"func {self.name}: a result must be a tensor, not a kernel "
+                                  f"body (materialize it with kernel(...))")
         self.results.extend(values)
 
     def finish(self) -> Func:

@@ -16,7 +16,7 @@ import numpy as np
 from tcp_rules.benchsuites import optimizer_suite, verifier_suite
 from tcp_rules.demo import run_demo
 from tcp_rules.diagnostics import TcpError
-from tcp_rules.egraph.saturate import Limits, check_schedule
+from tcp_rules.egraph.saturate import Limits, check_schedule, parse_schedule
 from tcp_rules.extract.cost import RooflineCost
 from tcp_rules.inputs import load_inputs, random_inputs, save_results
 from tcp_rules.ops import OPS
@@ -169,8 +169,7 @@ def _opt_options(args: argparse.Namespace) -> OptOptions:
             raise TcpError.at(f"{name} must be positive")
     if args.default_size < 1:
         raise TcpError.at("--default-size must be at least 1")
-    schedule = tuple(tuple(rs.strip() for rs in stage.split(",") if rs.strip())
-                     for stage in (args.schedule or "").split(";") if stage.strip())
+    schedule = parse_schedule(args.schedule or "")
     return OptOptions(allow=allow, extractor=args.extractor, isolate=not args.no_isolate,
                       limits=Limits(args.iter_limit, args.node_limit, args.time_limit),
                       cost=RooflineCost(default_size=args.default_size), schedule=schedule)
@@ -257,9 +256,11 @@ def _opt_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--node-limit", type=int, default=Limits.nodes)
     p.add_argument("--time-limit", type=float, default=Limits.seconds, metavar="S")
     p.add_argument("--extractor", choices=("tree", "dag", "ilp"), default="dag")
-    p.add_argument("--schedule", metavar="STAGES",
-                   help="rulesets per stage, stages in order each iteration: 'layout;algebra,"
-                        "broadcast' (default: every ruleset in one stage)")
+    p.add_argument("--schedule", metavar="PHASES",
+                   help="phases split by 'then', each iterated to saturation; in a phase, "
+                        "stages split by ';' run in order each iteration; rulesets in a stage "
+                        "split by ',': 'layout; algebra, broadcast then fusion' (default: every "
+                        "rule without kernel/load, then those with them)")
     p.add_argument("--default-size", type=int, default=RooflineCost.default_size, metavar="N",
                    help="the size the cost model gives symbolic dims (default 64)")
     p.add_argument("--no-isolate", action="store_true",

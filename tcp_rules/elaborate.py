@@ -21,6 +21,7 @@ from tcp_rules.grammar.parser import (
 )
 from tcp_rules.ir import Func, Module, Param, Value
 from tcp_rules.ops import OPS, AttrKind, AttrSpec, ShapeError
+from tcp_rules.sorts import Sort
 from tcp_rules.types import Dim, DType, TensorType
 
 
@@ -277,7 +278,10 @@ class FuncElaborator(TermElaborator):
                  else operand)
             if v is None:
                 continue
-            if v.type != want:
+            if v.sort is Sort.BODY:
+                self.bag.error("a func returns tensors, not kernel bodies: materialize the body "
+                               "with kernel(...)", term.span)
+            elif v.type != want:
                 self.bag.error(f"return type mismatch: the value has type {v.type} but func "
                                f"{d.name} declares {want}", term.span)
             results.append(v)

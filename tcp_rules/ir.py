@@ -14,6 +14,7 @@ from typing import Any
 
 from tcp_rules.diagnostics import Span
 from tcp_rules.ops import OpDef
+from tcp_rules.sorts import Sort
 from tcp_rules.types import TensorType
 
 
@@ -24,6 +25,7 @@ class Value:
     type: TensorType
     span: Span | None = field(default=None, kw_only=True)
     name: str | None = field(default=None, kw_only=True)  # the source's let-name, if any
+    sort: Sort = field(default=Sort.TENSOR, kw_only=True)  # tensor, kernel body, or constant
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,7 +176,7 @@ def rebind_params(func: Func, params: tuple[Param, ...]) -> Func:
         else:
             assert isinstance(v, Apply)
             new[id(v)] = Apply(v.type, op=v.op, operands=tuple(new[id(o)] for o in v.operands),
-                               attrs=v.attrs, span=v.span, name=v.name)
+                               attrs=v.attrs, span=v.span, name=v.name, sort=v.sort)
     return Func(func.name, params, tuple(new[id(r)] for r in func.results), func.result_types,
                 func.span)
 

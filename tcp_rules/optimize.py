@@ -106,7 +106,7 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
 
     def on_iteration(sat: Saturation) -> None:
         it = sat.iterations[-1]
-        report.iterations.append({"index": it.index, "enodes": it.enodes,
+        report.iterations.append({"index": it.index, "phase": it.phase, "enodes": it.enodes,
                                   "eclasses": it.eclasses, "seconds": round(it.seconds, 6)})
         for k, v in it.matches.items():
             report.matches[k] = report.matches.get(k, 0) + v
@@ -124,7 +124,7 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
         report.rules_loaded = len(sat.rules_loaded)
         report.rules_skipped = sat.rules_skipped
         saturate(sat, options.limits, start + options.limits.seconds, on_iteration)
-        report.stop_reason = sat.stop_reason
+        report.stop_reason, report.phase_stops = sat.stop_reason, sat.phase_stops
         out, cost, seconds = _extract(sat, func, options, options.extractor)
         report.extraction_seconds = seconds
         if cost < report.cost_before:

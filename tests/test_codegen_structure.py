@@ -6,7 +6,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from codegen.support import assert_same, edge_values, tcpr_cache  # noqa: F401
+from codegen.support import (  # noqa: F401
+    assert_same,
+    edge_values,
+    fuse_everything,
+    tcpr_cache,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -108,7 +113,7 @@ def test_data_movement(case: int, fuse: bool) -> None:
     p = func.params[0].type
     shape = tuple(d.subst({"N": 7}).const or 0 for d in p.dims)
     arr = np.resize(edge_values(p.dtype, 40), shape)
-    (got,) = compile_func(func, fuse=fuse)(arr)
+    (got,) = compile_func(fuse_everything(func) if fuse else func)(arr)
     (ref,) = evaluate(func, [arr])
     assert_same(got, ref, f"case {case}")
 
@@ -137,7 +142,7 @@ def test_batched_matmul_with_epilogue() -> None:
     func = f.finish()
     rng = np.random.default_rng(5)
     xs = [rng.standard_normal(s).astype(np.float32) for s in ((3, 9, 20), (3, 20, 35), (35,))]
-    cf = compile_func(func)
+    cf = compile_func(fuse_everything(func))
     assert len(cf.plan.steps) == 1  # the bias and the comparison run in the epilogue
     (got,) = cf(*xs)
     (ref,) = evaluate(func, xs)
@@ -163,7 +168,7 @@ def test_examples(name: str, fuse: bool) -> None:
     rng = np.random.default_rng(7)
     xs = [rng.standard_normal(tuple(d.subst(env).const or 0 for d in p.type.dims))
           .astype(np.float32) for p in func.params]
-    (got,) = compile_func(func, fuse=fuse)(*xs)
+    (got,) = compile_func(fuse_everything(func) if fuse else func)(*xs)
     (ref,) = evaluate(func, xs)
     np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-5)
 
@@ -234,7 +239,7 @@ def test_random_programs(func: Func, fuse: bool, n: int, m: int) -> None:
     rng = np.random.default_rng(n * 7 + m)
     xs = [(rng.standard_normal(s) * 3).astype(np.float32) for s in ((n, m), (m,), (n,))]
     xs[0].ravel()[0] = np.nan
-    got = compile_func(func, fuse=fuse)(*xs)
+    got = compile_func(fuse_everything(func) if fuse else func)(*xs)
     ref = evaluate(func, xs)
     for g, r in zip(got, ref, strict=True):
         np.testing.assert_array_equal(g, r)  # -0.0 == 0.0 here: max/min zero signs may differ

@@ -275,10 +275,10 @@ def test_schedule_runs_rulesets_in_order(tmp_path: Path) -> None:
                     "ruleset second\nrule abs-abs: abs(abs(x)) => abs(x)\n")
     rules = load_rules([path]).rules
     f = func("func f(x: f32[N]) -> f32[N] { return abs(abs(neg(neg(x)))) }")
-    staged = OptOptions(isolate=False, schedule=(("first",), ("second",)))
+    staged = OptOptions(isolate=False, schedule=((("first",), ("second",)),))
     result = optimize(f, rules, staged)
     assert body(print_func(result.func)) == "return abs(x)"
-    only_second = optimize(f, rules, OptOptions(isolate=False, schedule=(("second",),)))
+    only_second = optimize(f, rules, OptOptions(isolate=False, schedule=((("second",),),)))
     assert body(print_func(only_second.func)) == "return abs(neg(neg(x)))"
     assert only_second.report.matches.get("neg-neg", 0) == 0
 

@@ -1,14 +1,17 @@
 """Lowering a typed func to a plan of kernels.
 
 Every value is either *materialized* (written to a buffer by a kernel) or *inline* (a template that
-rebuilds its scalar expression at whatever index its consumer reads it). Broadcasts, transposes
-and slices are always inline: indexing maps, never copies. Reshapes are views of a materialized
-buffer. Reductions, concat and matmul results are materialized; a matmul's single elementwise
-consumer chain becomes its epilogue (bias, activation).
+rebuilds its scalar expression at whatever index its consumer reads it). Which ops share a loop
+nest is decided by the program, not here: the e-graph's fusion rules and cost model choose
+``kernel(body)`` terms (ops/fusion.py), and each ``kernel`` becomes one loop nest in which its
+body is inline (``load`` reads a materialized tensor). Every op outside a kernel body gets a
+kernel of its own, except the views: broadcasts, transposes and slices are indexing maps, never
+copies, and reshapes reinterpret a materialized buffer. A matmul whose body consumers are
+elementwise becomes a matmul kernel with those ops as its epilogue (bias, activation).
 
-With ``fuse=True`` an elementwise value with one consumer is inlined into it, so chains such as
-GELU become one loop nest; a value read by several ops is materialized once rather than
-recomputed. With ``fuse=False`` every op gets its own kernel (views still fold into maps).
+Inside a body, a broadcast of a computed value is inline when the loops it adds are nested inside
+the operand's own (its value is hoisted, computed once per outer point, as a row softmax's sum);
+otherwise the operand is materialized rather than recomputed per element.
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ from tcp_rules.codegen.kernel import (
     Size,
 )
 from tcp_rules.codegen.plan import Plan, PlanBuffer, Step
-from tcp_rules.ir import Apply, Func, Value, topo_order
+from tcp_rules.ir import Apply, Func, Value
+from tcp_rules.ops.fusion import broadcast_hoists
+from tcp_rules.sorts import Sort
 from tcp_rules.types import Dim, DType, dims_product
 
 MAX_FUSED_OPS = 48  # bounds kernel size (and recursion in node hashing)
@@ -73,6 +78,7 @@ class KB:
         self.matmul: Apply | None = None
         self.allow_acc = allow_acc
         self.reducing = 0
+        self.memo: dict[tuple[int, Index], Node] = {}  # a value read twice at one index: once
 
     def buf(self, pid: int) -> int:
         if pid not in self.bufs:
@@ -141,15 +147,10 @@ def _rebuffer(n: Node, remap: dict[int, int]) -> Node:
 class Lowerer:
     """Builds the plan of one func."""
 
-    def __init__(self, func: Func, fuse: bool):
-        self.func, self.fuse = func, fuse
+    def __init__(self, func: Func):
+        self.func = func
         self.plan = Plan(func)
         self.src: dict[int, Src] = {}
-        self.users: dict[int, set[int]] = {}
-        for v in topo_order(func.results):
-            for o in getattr(v, "operands", ()):
-                self.users.setdefault(id(o), set()).add(id(v))
-        self.returned = {id(r) for r in func.results}
         self.values: dict[int, Value] = {}
         self.count = 0
 
@@ -222,11 +223,11 @@ class Lowerer:
                               for i, a in enumerate(kb.identity))
         self.count += 1
         self.plan.steps.append(kb.step(f"{self.func.name}_{label}{self.count}", value, out,
-                                       out_index, self.buf_of))
+                                       out_index, lambda o: self.buf_of(self.tensor_of(o))))
 
     def inline_ok(self, v: Apply, ops: int) -> bool:
-        return (self.fuse and id(v) not in self.returned and len(self.users.get(id(v), ())) == 1
-                and ops <= MAX_FUSED_OPS)
+        """A body value is inline in its kernel; a tensor op runs as a kernel of its own."""
+        return v.sort is not Sort.TENSOR and ops <= MAX_FUSED_OPS
 
     # Ops ---------------------------------------------------------------------------------------
 
@@ -240,6 +241,10 @@ class Lowerer:
             data = np.ascontiguousarray(at["value"].array.astype(dt.np_dtype))
             pid = self.plan.add_buffer(PlanBuffer(dt, v.type.dims, "const", data=data))
             return self._buffer_src(pid, dt)
+        if name == "load":
+            return Src(None, self._reader(v.operands[0]))
+        if name == "kernel":
+            return self.materialize(v, self.src[id(v.operands[0])])
         if name in ("broadcast", "transpose", "slice"):
             return self.view(v)
         if name == "reshape":
@@ -253,10 +258,11 @@ class Lowerer:
         if name == "gather":
             return self.gather(v)
         if name in REDUCE_KIND:
-            return self.materialize(v, Src(None, lambda kb, idx: self.reduce(kb, v, idx)))
+            s = Src(None, lambda kb, idx: self.reduce(kb, v, idx), 1 + srcs[0].ops)
+            return s if self.inline_ok(v, s.ops) else self.materialize(v, s)
         if name == "matmul":
             for o in v.operands:
-                self.buf_of(o)
+                self.buf_of(self.tensor_of(o))
             s = Src(None, lambda kb, idx: self.acc(kb, v, idx), ops=1)
             return s if self.inline_ok(v, 1) else self.materialize(v, s)
         ops = 1 + sum(s.ops for s in srcs)
@@ -266,12 +272,23 @@ class Lowerer:
                                          attrs), ops)
         return s if self.inline_ok(v, ops) else self.materialize(v, s)
 
+    @staticmethod
+    def tensor_of(v: Value) -> Value:
+        """The tensor a body reads when ``v`` is a plain load of it (matmul operands)."""
+        if isinstance(v, Apply) and v.op.name == "load":
+            return v.operands[0]
+        return v
+
     def _reader(self, v: Value) -> Template:
         return lambda kb, idx: self.read(v, kb, idx)
 
     def read(self, v: Value, kb: KB, idx: Index) -> Node:
-        """v's scalar at ``idx``, however v is currently available."""
-        return self.src[id(v)].template(kb, idx)
+        """v's scalar at ``idx``, however v is currently available (built once per kernel, so
+        a row reduction used twice, as a softmax's max, is computed once)."""
+        key = (id(v), idx)
+        if key not in kb.memo:
+            kb.memo[key] = self.src[id(v)].template(kb, idx)
+        return kb.memo[key]
 
     def view(self, v: Apply) -> Src:
         x, at = v.operands[0], v.attr_map
@@ -279,7 +296,8 @@ class Lowerer:
         if v.op.name == "broadcast":
             dims, shape = at["dims"], at["shape"]
             expands = dims_product(x.type.dims) != dims_product(shape)
-            if expands and ops > 0:  # never recompute an expression per broadcast element
+            hoisted = v.sort is Sort.BODY and broadcast_hoists(x.type.dims, shape, dims)
+            if expands and ops > 0 and not hoisted:  # never recompute per broadcast element
                 self.buf_of(x)
                 ops = 0
             keep = [x.type.dims[i] == shape[d] for i, d in enumerate(dims)]
@@ -357,8 +375,8 @@ def _scalar(value: float | int | bool, dt: DType) -> float | int | bool:
     return int(value)
 
 
-def lower_func(func: Func, fuse: bool = True) -> Plan:
+def lower_func(func: Func) -> Plan:
     """The plan of kernels that computes ``func``."""
     if not func.results:
         raise ValueError(f"func {func.name} has no results")
-    return Lowerer(func, fuse).run()
+    return Lowerer(func).run()

@@ -253,10 +253,10 @@ def _check_out(func: Func, plan: Plan, inst: Instance, arrays: Sequence[np.ndarr
     return given
 
 
-def compile_func(func: Func, *, fuse: bool = True, threads: int | None = None,
+def compile_func(func: Func, *, threads: int | None = None,
                  use_disk_cache: bool = True) -> CompiledFunc:
     """Compile ``func`` to native kernels (cached in process and on disk)."""
-    return CompiledFunc(func, lower_func(func, fuse=fuse), threads, use_disk_cache)
+    return CompiledFunc(func, lower_func(func), threads, use_disk_cache)
 
 
 def compile_kernel_func(func: Func, kernel: Kernel | MatmulKernel, *, threads: int | None = None,
@@ -297,13 +297,13 @@ def run_compiled(func: Func, inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, 
     return cf(*inputs)
 
 
-def emit_llvm(func: Func, *, fuse: bool = True, optimized: bool = False) -> str:
+def emit_llvm(func: Func, *, optimized: bool = False) -> str:
     """The LLVM IR of every kernel of ``func``, each after a comment with its kernel text.
 
     ``optimized`` shows the IR after the O3 pipeline (vectorized) instead of as generated.
     """
     parts = []
-    for st in lower_func(func, fuse=fuse).steps:
+    for st in lower_func(func).steps:
         _, syms = kernel_symbols(st.kernel)
         head = "".join(f"; {line}\n" for line in kernel_text(st.kernel).splitlines())
         text = module_ir(st.kernel, syms[0])

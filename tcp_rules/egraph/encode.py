@@ -32,6 +32,7 @@ from tcp_rules.rules.model import (
     Rule,
     TRef,
 )
+from tcp_rules.rules.sorting import forms_kernels, var_sorts
 from tcp_rules.types import DenseData, Dim, DType
 
 MAX_EXACT_INT = 2**53  # integer constants beyond this lose bits as float64
@@ -390,6 +391,9 @@ class RuleEncoder:
 
     def text(self, ruleset: str) -> str:
         root = self.match(self.frm)
+        if forms_kernels(self.rule):  # sort-sensitive: its variables' sorts must hold
+            for n, srt in var_sorts(self.rule.lhs, self.rule.rhs).items():
+                self.atoms.append(f"({srt.value} {_var('x', n)})")
         for g in self.rule.guards:
             self.guard(g)
         rhs = self.build(self.to, root if isinstance(self.to, PLit) else None)

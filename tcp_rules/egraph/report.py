@@ -6,7 +6,9 @@ and what extraction gained. ``to_json`` has a stable, documented schema (version
      "error": str | null,            # what failed; the original program was kept
      "seconds": float,               # wall time of the whole optimization
      "rules": {"loaded": int, "skipped": [{"rule": str, "reason": str}]},
-     "iterations": [{"index": int, "enodes": int, "eclasses": int, "seconds": float}],
+     "phases": [str],                # each phase's stop reason (saturation phases, in order)
+     "iterations": [{"index": int, "phase": int, "enodes": int, "eclasses": int,
+                     "seconds": float}],
      "matches": {rule name: int},    # matches per rule, all iterations (reverse: "name<=")
      "extractor": str, "extraction_seconds": float,
      "cost": {"before": float, "after": float},
@@ -29,6 +31,7 @@ class RunReport:
     rules_loaded: int = 0
     rules_skipped: list[tuple[str, str]] = field(default_factory=list)
     iterations: list[dict[str, Any]] = field(default_factory=list)
+    phase_stops: list[str] = field(default_factory=list)
     matches: dict[str, int] = field(default_factory=dict)
     extractor: str = ""
     extraction_seconds: float = 0.0
@@ -42,6 +45,7 @@ class RunReport:
             "seconds": round(self.seconds, 6),
             "rules": {"loaded": self.rules_loaded,
                       "skipped": [{"rule": r, "reason": why} for r, why in self.rules_skipped]},
+            "phases": self.phase_stops,
             "iterations": self.iterations,
             "matches": dict(sorted(self.matches.items())),
             "extractor": self.extractor, "extraction_seconds": round(self.extraction_seconds, 6),
@@ -51,12 +55,15 @@ class RunReport:
 
     def render(self) -> str:
         """The report as a readable table."""
-        lines = [f"stop reason: {self.stop_reason}" + (f" ({self.error})" if self.error else ""),
+        phases = (f" (phases: {', '.join(self.phase_stops)})" if len(self.phase_stops) > 1
+                  else "")
+        lines = [f"stop reason: {self.stop_reason}" + (f" ({self.error})" if self.error else "")
+                 + phases,
                  f"rules: {self.rules_loaded} loaded, {len(self.rules_skipped)} not encodable"]
         lines += [f"  skipped {r}: {why}" for r, why in self.rules_skipped]
-        lines.append("iteration  e-nodes  e-classes   seconds")
-        lines += [f"{it['index']:>9}  {it['enodes']:>7}  {it['eclasses']:>9}  {it['seconds']:>8.4f}"
-                  for it in self.iterations]
+        lines.append("iteration  phase  e-nodes  e-classes   seconds")
+        lines += [f"{it['index']:>9}  {it.get('phase', 0):>5}  {it['enodes']:>7}  "
+                  f"{it['eclasses']:>9}  {it['seconds']:>8.4f}" for it in self.iterations]
         fired = [(n, k) for n, k in sorted(self.matches.items(), key=lambda x: -x[1]) if k]
         lines.append(f"rules that matched: {len(fired)}")
         lines += [f"  {k:>6}  {n}" for n, k in fired]

@@ -4,6 +4,12 @@ Iterations are stepped from Python so that the iteration, e-node and time limits
 between them (a single iteration cannot be interrupted inside egglog: the optimizer runs this
 in a child process and kills it at the deadline, see optimize.py). Each iteration first brings
 the type analysis to a fixpoint, then applies every scheduled ruleset once.
+
+A schedule runs in *phases*, each iterated to saturation or its limits before the next starts.
+By default the first phase holds every rule that does not mention ``kernel`` or ``load`` and the
+second the rules that do (fusion, rules/fusion.tcpr): algebra explores first, then every
+alternative it found can be fused, without the algebraic rules rewriting kernel bodies as well.
+Earlier phases stop at 60% of the time budget so that the last one always gets time.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from tcp_rules.egraph.encode import (
 from tcp_rules.egraph.schema import analysis, declarations, tables
 from tcp_rules.ir import Func
 from tcp_rules.rules.model import Rule
+from tcp_rules.rules.sorting import forms_kernels
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,7 @@ class IterationStats:
     eclasses: int
     seconds: float
     matches: dict[str, int]
+    phase: int = 0
 
 
 @dataclass
@@ -59,13 +67,23 @@ class Saturation:
     rules_skipped: list[tuple[str, str]] = field(default_factory=list)
     iterations: list[IterationStats] = field(default_factory=list)
     stop_reason: str = "not run"
-    stages: list[str] = field(default_factory=lambda: ["all-rules"])
+    phases: list[list[str]] = field(default_factory=lambda: [["all-rules"]])
+    phase_stops: list[str] = field(default_factory=list)
 
 
-# A schedule: stages of DSL rulesets. Each iteration runs every stage once, in order (the type
-# analysis reaching its fixpoint before and after each); iterations repeat until saturation or
-# a limit. The empty schedule is one stage with every ruleset.
-Schedule = tuple[tuple[str, ...], ...]
+# A schedule: phases, each a sequence of stages of DSL rulesets. Each iteration of a phase runs
+# its stages once, in order (the type analysis reaching its fixpoint before and after each);
+# iterations repeat until saturation or a limit, then the next phase starts. The empty schedule
+# is the default two phases (see the module docstring).
+Phase = tuple[tuple[str, ...], ...]
+Schedule = tuple[Phase, ...]
+EARLY_PHASES_SHARE = 0.6  # of the time limit, for all phases but the last
+def parse_schedule(text: str) -> Schedule:
+    """``'layout; algebra, broadcast then fusion'``: phases split by ``then``, stages by ``;``,
+    rulesets by ``,``."""
+    return tuple(tuple(tuple(rs.strip() for rs in stage.split(",") if rs.strip())
+                       for stage in phase.split(";") if stage.strip())
+                 for phase in re.split(r"\bthen\b", text) if phase.strip())
 
 
 def max_rank(func: Func) -> int:
@@ -95,6 +113,12 @@ def build_text(func: Func, rules: Sequence[Rule], tables_: Tables,
     groups: dict[str, list[str]] = {}
     for r in loaded:
         groups.setdefault(r.ruleset, []).append(rule_ruleset(r))
+    if schedule:
+        stages = [_stage(f"phase{i}-stage{j}", [ruleset_name(rs) for rs in stage if rs in groups])
+                  for i, phase in enumerate(schedule) for j, stage in enumerate(phase)]
+    else:
+        stages = [_stage(f"phase{i}", [rule_ruleset(r) for r in loaded if forms_kernels(r) == k])
+                  for i, k in enumerate((False, True))]
     parts = [
         "; tcp-rules: generated egglog program", declarations(),
         f"; helper tables up to rank {max(max_rank(func), 1)}", tables(max(max_rank(func), 1)),
@@ -103,7 +127,7 @@ def build_text(func: Func, rules: Sequence[Rule], tables_: Tables,
           for rs, members in groups.items()),
         f"(unstable-combined-ruleset all-rules {' '.join(ruleset_name(rs) for rs in groups)})"
         if groups else "(ruleset all-rules)",
-        *(_stage(i, [rs for rs in stage if rs in groups]) for i, stage in enumerate(schedule)),
+        *stages,
         "; the program", program, "; scalar values for guards", tables_.scalar_rows(),
     ]
     return "\n".join(parts), roots, [r.name for r in loaded], skipped
@@ -112,17 +136,16 @@ def build_text(func: Func, rules: Sequence[Rule], tables_: Tables,
 def check_schedule(rules: Sequence[Rule], schedule: Schedule) -> None:
     """Every ruleset a schedule names must exist among the rules (TcpError otherwise)."""
     known = list(dict.fromkeys(r.ruleset for r in rules))
-    for stage in schedule:
+    for stage in (st for phase in schedule for st in phase):
         for name in stage:
             if name not in known:
                 raise TcpError.at(f"schedule: no ruleset '{name}' among the rules "
                                   f"(rulesets: {', '.join(known) or 'none'})")
 
 
-def _stage(index: int, rulesets: list[str]) -> str:
-    members = " ".join(ruleset_name(rs) for rs in rulesets)
-    return (f"(unstable-combined-ruleset stage{index} {members})" if members
-            else f"(ruleset stage{index})")
+def _stage(name: str, members: list[str]) -> str:
+    return (f"(unstable-combined-ruleset {name} {' '.join(members)})" if members
+            else f"(ruleset {name})")
 
 
 def load(func: Func, rules: Sequence[Rule], schedule: Schedule = ()) -> Saturation:
@@ -134,8 +157,9 @@ def load(func: Func, rules: Sequence[Rule], schedule: Schedule = ()) -> Saturati
         run_text(eg, text, "program.egg")
     except TcpError as e:
         raise _blame(e, text, rules) from None
-    stages = [f"stage{i}" for i in range(len(schedule))] or ["all-rules"]
-    return Saturation(eg, tables_, roots, text, loaded, skipped, stages=stages)
+    phases = ([[f"phase{i}-stage{j}" for j in range(len(ph))] for i, ph in enumerate(schedule)]
+              if schedule else [["phase0"], ["phase1"]])
+    return Saturation(eg, tables_, roots, text, loaded, skipped, phases=phases)
 
 
 def _blame(error: TcpError, text: str, rules: Sequence[Rule]) -> TcpError:
@@ -184,11 +208,11 @@ def sizes(eg: bindings.EGraph) -> tuple[int, int]:
     return enodes, counts.get("dims", 0)
 
 
-def step(sat: Saturation) -> tuple[bool, dict[str, int]]:
-    """One iteration: each stage of the schedule once, in order, with the type analysis at its
-    fixpoint before and after each. Returns (changed, matches per rule)."""
+def step(sat: Saturation, phase: int = 0) -> tuple[bool, dict[str, int]]:
+    """One iteration of a phase: each of its stages once, in order, with the type analysis at
+    its fixpoint before and after each. Returns (changed, matches per rule)."""
     types = "(run-schedule (saturate (run types)))"
-    text = "\n".join([types, *(f"(run {s} 1)\n{types}" for s in sat.stages)])
+    text = "\n".join([types, *(f"(run {s} 1)\n{types}" for s in sat.phases[phase])])
     outputs = run_text(sat.egraph, text, "step.egg")
     changed = False
     matches: dict[str, int] = {}
@@ -203,28 +227,37 @@ def step(sat: Saturation) -> tuple[bool, dict[str, int]]:
 
 def saturate(sat: Saturation, limits: Limits, deadline: float | None = None,
              on_iteration: Callable[[Saturation], None] | None = None) -> Saturation:
-    """Run iterations until saturation or a limit; records stats and the stop reason."""
+    """Run each phase until saturation or a limit; records stats and the stop reasons (the
+    iteration and node limits apply to each phase, the node limit to the e-nodes it adds; the
+    time limit to the whole run)."""
     start = time.perf_counter()
     deadline = deadline if deadline is not None else start + limits.seconds
-    sat.stop_reason = "iteration limit"
-    for i in range(limits.iterations):
+    last = len(sat.phases) - 1
+    for phase in range(len(sat.phases)):
+        end = deadline if phase == last else min(
+            deadline, start + limits.seconds * EARLY_PHASES_SHARE * (phase + 1) / last)
+        sat.phase_stops.append(_run_phase(sat, phase, limits, end, on_iteration))
+    sat.stop_reason = sat.phase_stops[-1]
+    if "time limit" in sat.phase_stops and time.perf_counter() >= deadline:
+        sat.stop_reason = "time limit"
+    return sat
+
+
+def _run_phase(sat: Saturation, phase: int, limits: Limits, deadline: float,
+               on_iteration: Callable[[Saturation], None] | None) -> str:
+    base = sat.iterations[-1].enodes if sat.iterations else 0
+    for _ in range(limits.iterations):
         if time.perf_counter() >= deadline:
-            sat.stop_reason = "time limit"
-            break
+            return "time limit"
         t0 = time.perf_counter()
-        changed, matches = step(sat)
+        changed, matches = step(sat, phase)
         enodes, eclasses = sizes(sat.egraph)
-        sat.iterations.append(IterationStats(i + 1, enodes, eclasses,
-                                             time.perf_counter() - t0, matches))
+        sat.iterations.append(IterationStats(len(sat.iterations) + 1, enodes, eclasses,
+                                             time.perf_counter() - t0, matches, phase))
         if on_iteration is not None:
             on_iteration(sat)
         if not changed:
-            sat.stop_reason = "saturated"
-            break
-        if enodes >= limits.nodes:
-            sat.stop_reason = "node limit"
-            break
-        if time.perf_counter() >= deadline:
-            sat.stop_reason = "time limit"
-            break
-    return sat
+            return "saturated"
+        if enodes - base >= limits.nodes:
+            return "node limit"
+    return "iteration limit"

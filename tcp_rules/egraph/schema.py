@@ -51,6 +51,9 @@ def declarations() -> str:
 ; equates tensors of different types fail loudly instead of corrupting the graph.
 (function dims (T) IVec :no-merge)
 (function dt (T) String :no-merge)
+; Sorts (tcp_rules.sorts): materialized tensors and kernel bodies; splat constants are both.
+(relation tensor (T))
+(relation body (T))
 ; Tables filled by the encoder for attribute functions egglog has no primitive for.
 (function is-float (String) bool :no-merge)
 (function is-int (String) bool :no-merge)
@@ -114,9 +117,36 @@ def _elementwise_rule(op: OpDef) -> str:
             f" :ruleset types :name \"type-{op.name}\")")
 
 
+def _sort_rules(op: OpDef) -> list[str]:
+    """Sort analysis: load gives bodies, kernel, params and dense constants tensors, splats
+    both; any other op has the sort its operands share (concat: that of its first operand)."""
+    c = constructor(op)
+    fixed = {"load": ["body"], "kernel": ["tensor"], "dense": ["tensor"],
+             "splat": ["tensor", "body"]}.get(op.name)
+    holes = " ".join("_" for _ in op.attrs)
+    if fixed is not None:
+        args = " ".join(["_"] * len(op.operands) + ["_"] * len(op.attrs))
+        return [f"(rule ((= e ({c} {args}))) (({s} e)) :ruleset types :name \"{s}-{op.name}\")"
+                for s in fixed]
+    out = []
+    for s in ("tensor", "body"):
+        if op.variadic:
+            pat, conds = f"({c} (TCons a0 rest) {holes})", f"({s} a0)"
+        else:
+            n = len(op.operands)
+            pat = f"({c} {' '.join(f'a{i}' for i in range(n))} {holes})"
+            conds = " ".join(f"({s} a{i})" for i in range(n))
+        out.append(f"(rule ((= e {pat.replace(' )', ')')}) {conds}) (({s} e)) :ruleset types "
+                   f":name \"{s}-{op.name}\")")
+    return out
+
+
 def analysis() -> str:
-    """The type analysis, by op category (elementwise ops keep their operands' shape)."""
-    rules = []
+    """The type and sort analysis, by op category (elementwise ops keep their operands'
+    shape)."""
+    rules = ['(rule ((= e (Param _))) ((tensor e)) :ruleset types :name "tensor-param")']
+    for op in OPS.values():
+        rules.extend(_sort_rules(op))
     for op in OPS.values():
         c = constructor(op)
         if op.traits.elementwise:
@@ -128,6 +158,9 @@ def analysis() -> str:
             rules.append(f"(rule ((= e ({c} x s{' k' if op.name == 'broadcast' else ''})) "
                          f"(= t (dt x))) ((set (dims e) s) (set (dt e) t)) "
                          f":ruleset types :name \"type-{op.name}\")")
+        elif op.category == "fusion":  # load and kernel: the identity on types
+            rules.append(f"(rule ((= e ({c} x)) (= d (dims x)) (= t (dt x))) ((set (dims e) d) "
+                         f"(set (dt e) t)) :ruleset types :name \"type-{op.name}\")")
         elif op.name == "slice":
             rules.append("(rule ((= e (Slice x st sz sd)) (= t (dt x))) ((set (dims e) sz) "
                          "(set (dt e) t)) :ruleset types :name \"type-slice\")")

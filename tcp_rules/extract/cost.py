@@ -1,50 +1,124 @@
 """Cost models: what a chosen e-node costs, from the op table's cost facet and e-class types.
 
-The default is roofline-style: time = flops / compute rate + bytes moved / bandwidth + a fixed
-cost per op. Broadcasts and transposes that code generation folds into their consumers'
-indexing move no memory of their own; splat constants are free. Symbolic dims take a
-configurable default size. Any object with ``node_cost`` can replace it (an experiment knob).
+The default is roofline-style, fusion-aware: time = flops / compute rate + bytes moved /
+bandwidth + a fixed cost per kernel. Bytes move only at kernel boundaries:
+
+- a tensor-level op is a kernel of its own: it reads its operands, writes its result, and pays
+  the per-kernel cost (broadcasts and transposes fold into their consumer's indexing instead);
+- ``kernel(b)`` writes its result and pays the per-kernel cost; ``load(x)`` reads x once;
+- an op inside a body (sort BODY) costs only its flops, except where the code generator must
+  materialize its operand anyway (a reshape, a concat, a broadcast whose operand cannot be
+  hoisted out of the inner loops).
+
+:func:`kernel_totals` is how a program's cost adds up: each tensor once, with the cost of every
+distinct body node its kernel computes. A body shared by two kernels is paid by each
+(recomputation is counted per consumer); within one kernel it is computed once, and a tensor
+loaded by several passes of one kernel (a row softmax reads its row three times) is read from
+memory once, the row staying in cache.
+
+Splat constants are free. Symbolic dims take a configurable default size. The constants are
+calibrated on this machine (docs/fusion.md, ``tcpr bench --suite cost``). Any object with
+``node_cost`` can replace the model (an experiment knob).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from tcp_rules.extract.snapshot import ENode
+from tcp_rules.ops.fusion import broadcast_hoists
+from tcp_rules.sorts import Sort
 from tcp_rules.types import TensorType
 
 
 class CostModel(Protocol):
-    def node_cost(self, node: ENode, out: TensorType, args: Sequence[TensorType]) -> float:
-        """The cost of computing ``node`` (result type ``out``) from its operands."""
+    def node_cost(self, node: ENode, out: TensorType, args: Sequence[TensorType],
+                  sort: Sort = Sort.TENSOR) -> float:
+        """The cost of computing ``node`` (result type ``out``, of ``sort``) from its
+        operands."""
         ...
+
+
+BODY_EPS = 1e-3  # every body op costs something, so that no cycle of them looks free
 
 
 @dataclass(frozen=True)
 class RooflineCost:
-    """Nanoseconds on a machine like this one (2 cores, AVX2, ~17 GB/s copy bandwidth)."""
+    """Nanoseconds on a machine like this one (2 cores, AVX2, ~20 GB/s copy bandwidth)."""
 
     default_size: int = 64  # what a symbolic dim counts as
-    flop_ns: float = 0.125  # 8 vectorized flops per ns
+    flop_ns: float = 0.125  # elementwise and reduction flops: 8 per ns
+    matmul_flop_ns: float = 0.01  # a packed, register-blocked matmul: ~100 GFLOP/s
     byte_ns: float = 0.06  # ~17 GB/s
-    op_ns: float = 50.0  # per materialized op: a kernel call and a pass over memory
+    op_ns: float = 50.0  # per kernel: a call and the start of a pass over memory
 
     def shape(self, t: TensorType) -> tuple[int, ...]:
         sizes = {s: self.default_size for s in t.symbols}
         return tuple(max(d.subst(sizes).const or 0, 0) for d in t.dims)
 
-    def node_cost(self, node: ENode, out: TensorType, args: Sequence[TensorType]) -> float:
+    def nbytes(self, t: TensorType) -> float:
+        return float(math.prod(self.shape(t)) * t.dtype.itemsize)
+
+    def node_cost(self, node: ENode, out: TensorType, args: Sequence[TensorType],
+                  sort: Sort = Sort.TENSOR) -> float:
         op = node.op
         if op is None or op.category == "constant":
             return 0.0
+        if op.name == "load":
+            return self.nbytes(args[0]) * self.byte_ns
+        if op.name == "kernel":
+            return self.op_ns + self.nbytes(out) * self.byte_ns
+        attrs = dict(node.attrs)
         cost = op.cost.evaluate([(self.shape(a), a.dtype.itemsize) for a in args],
-                                (self.shape(out), out.dtype.itemsize), dict(node.attrs))
+                                (self.shape(out), out.dtype.itemsize), attrs)
+        flops = cost.flops * (self.matmul_flop_ns if op.name == "matmul" else self.flop_ns)
+        if sort is Sort.BODY:
+            if self._materializes_in_body(op.name, attrs, out, args):
+                return self.op_ns + 2 * sum(map(self.nbytes, args)) * self.byte_ns + flops
+            return BODY_EPS + flops
         if not op.cost.materializes:  # folded into the consumer's indexing
             return 1.0  # never free, so that a cycle of such ops never looks free
-        return self.op_ns + cost.flops * self.flop_ns + cost.bytes * self.byte_ns
+        return self.op_ns + flops + cost.bytes * self.byte_ns
+
+    @staticmethod
+    def _materializes_in_body(name: str, attrs: dict[str, object], out: TensorType,
+                              args: Sequence[TensorType]) -> bool:
+        if name in ("reshape", "concat"):
+            return True
+        if name == "broadcast":
+            dims = attrs["dims"]
+            assert isinstance(dims, tuple)
+            return not broadcast_hoists(args[0].dims, out.dims, dims)
+        return False
+
+
+def kernel_totals[N: Hashable](roots: Iterable[N], children: Callable[[N], Sequence[N]],
+                  is_body: Callable[[N], bool], own: Callable[[N], float]) -> dict[N, float]:
+    """Every tensor node reachable from ``roots``, once, with its own cost plus that of each
+    distinct body node reachable from it through bodies only (what its kernel computes)."""
+    out: dict[N, float] = {}
+    stack = list(roots)
+    while stack:
+        t = stack.pop()
+        if t in out:
+            continue
+        total = own(t)
+        seen: set[N] = set()
+        inner = [k for k in children(t) if is_body(k)]
+        stack.extend(k for k in children(t) if not is_body(k))
+        while inner:
+            b = inner.pop()
+            if b in seen:
+                continue
+            seen.add(b)
+            total += own(b)
+            for k in children(b):
+                (inner if is_body(k) else stack).append(k)
+        out[t] = total
+    return out
 
 
 def finite(x: float) -> bool:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from tcp_rules.build import make_apply
-from tcp_rules.extract.cost import CostModel
+from tcp_rules.extract.cost import CostModel, kernel_totals
 from tcp_rules.extract.snapshot import ENode, Snapshot, scalar_value
 from tcp_rules.ir import Apply, Func, Value
 from tcp_rules.ops import AttrKind, ShapeError
+from tcp_rules.sorts import Sort
 
 
 class DecodeError(Exception):
@@ -63,15 +64,24 @@ def decode(snap: Snapshot, choice: dict[int, ENode], original: Func) -> Func:
             raise DecodeError(f"extracted {node.op.name} has type {v.type}, its e-class {want}")
         built[c] = v
     results = tuple(built[r] for r in snap.roots)
+    if any(r.sort is Sort.BODY for r in results):
+        raise DecodeError("the extraction returns a kernel body, not a tensor")
     return Func(original.name, original.params, results, original.result_types, original.span)
 
 
-def program_cost(func: Func, model: CostModel) -> float:
-    """The cost of a program with every value computed once (as the DAG extractor counts)."""
-    total = 0.0
+def kernel_costs(func: Func, model: CostModel) -> dict[Value, float]:
+    """The cost of each tensor-level value of ``func``: a kernel of its own, or a ``kernel``
+    term with its whole body, as the DAG extractor counts them (cost.kernel_totals)."""
+    own: dict[Value, float] = {}
     for v in func.values():
+        own[v] = 0.0
         if isinstance(v, Apply):
             node = ENode(v.op, (), v.attrs)
-            total += model.node_cost(node, v.type, [o.type for o in v.operands])
-    return total
+            own[v] = model.node_cost(node, v.type, [o.type for o in v.operands], v.sort)
+    return kernel_totals(func.results, lambda v: v.operands if isinstance(v, Apply) else (),
+                         lambda v: v.sort is Sort.BODY, own.__getitem__)
 
+
+def program_cost(func: Func, model: CostModel) -> float:
+    """The cost of a program: every tensor computed once, every body once per kernel."""
+    return sum(kernel_costs(func, model).values())

@@ -1,5 +1,11 @@
 """Extractors behind one interface: tree (each use of a subterm paid for), greedy DAG (a shared
-subterm paid once), and exact ILP (scipy's milp, small e-graphs, with a time limit)."""
+tensor paid once), and exact ILP (scipy's milp, small e-graphs, with a time limit).
+
+Kernel bodies are the exception to sharing: a body is computed inside every kernel that uses it,
+so the DAG accounting (:func:`dag_cost`, the greedy DAG extractor) charges a body's cost to each
+tensor node reading it, and shares only tensors. The ILP shares every e-class; its choice is
+re-costed with :func:`dag_cost` and not claimed optimal when the e-graph holds bodies.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tcp_rules.extract.cost import CostModel
+from tcp_rules.extract.cost import CostModel, kernel_totals
 from tcp_rules.extract.snapshot import ENode, Snapshot
+from tcp_rules.sorts import Sort
 
 INF = math.inf
 
@@ -37,25 +44,18 @@ def node_costs(snap: Snapshot, model: CostModel) -> dict[tuple[int, int], float]
             if c.type is None or any(t is None for t in kids):
                 out[(c.id, i)] = INF
             else:
-                out[(c.id, i)] = model.node_cost(n, c.type, kids)  # type: ignore[arg-type]
+                out[(c.id, i)] = model.node_cost(n, c.type, kids,  # type: ignore[arg-type]
+                                                 c.sort)
     return out
 
 
 def dag_cost(snap: Snapshot, choice: dict[int, ENode], costs: dict[tuple[int, int], float]
              ) -> float:
-    """Total cost of the DAG the choice spans from the roots, each class counted once."""
-    seen: set[int] = set()
-    stack = list(snap.roots)
-    total = 0.0
-    while stack:
-        c = stack.pop()
-        if c in seen:
-            continue
-        seen.add(c)
-        n = choice[c]
-        total += costs[(c, snap.classes[c].nodes.index(n))]
-        stack.extend(n.children)
-    return total
+    """Total cost of the program the choice spans from the roots (cost.kernel_totals)."""
+    def own(c: int) -> float:
+        return costs[(c, snap.classes[c].nodes.index(choice[c]))]
+    return sum(kernel_totals(snap.roots, lambda c: choice[c].children,
+                             lambda c: snap.classes[c].sort is Sort.BODY, own).values())
 
 
 def _propagate(snap: Snapshot, improve: Callable[[int, int], bool]) -> None:
@@ -98,13 +98,32 @@ def tree(snap: Snapshot, model: CostModel) -> Extraction:
     return _finish(snap, pick, costs, "tree", start)
 
 
+@dataclass
+class _Best:
+    total: float
+    bodies: dict[int, float]  # body classes this body computes (empty for a tensor)
+    tensors: dict[int, float]  # tensor classes reached, each with its kernel's cost
+    shared: float  # the sum of ``tensors``
+
+
 def greedy_dag(snap: Snapshot, model: CostModel) -> Extraction:
-    """Like tree, but a node's cost is that of the union of its children's sub-DAGs (each
-    class it reaches counted once)."""
+    """Like tree, but a node's cost is that of the union of its children's sub-DAGs: each
+    tensor it reaches counted once, each body once per kernel computing it."""
     start = time.perf_counter()
     costs = node_costs(snap, model)
-    best: dict[int, tuple[float, dict[int, float]]] = {}
+    best: dict[int, _Best] = {}
     pick: dict[int, ENode] = {}
+
+    def union(kids: list[int], part: Callable[[_Best], dict[int, float]]
+              ) -> tuple[dict[int, float], float]:
+        """The union of the children's maps, grown from the largest one."""
+        top = max(kids, key=lambda k: len(part(best[k])), default=None)
+        if top is None:
+            return {}, 0.0
+        base = part(best[top])
+        extra = {c: v for k in kids if k != top for c, v in part(best[k]).items()
+                 if c not in base}
+        return ({**base, **extra} if extra else base), sum(extra.values())
 
     def improve(cid: int, i: int) -> bool:
         n = snap.classes[cid].nodes[i]
@@ -112,20 +131,20 @@ def greedy_dag(snap: Snapshot, model: CostModel) -> Extraction:
         if own == INF or any(k not in best for k in n.children):
             return False
         kids = list(dict.fromkeys(n.children))
-        top = max(kids, key=lambda k: len(best[k][1]), default=None)
-        base_total, base = best[top] if top is not None else (0.0, {})
-        extra: dict[int, float] = {}  # what the other children add to the largest sub-DAG
-        for k in kids:
-            if k != top:
-                for c, v in best[k][1].items():
-                    if c not in base:
-                        extra[c] = v
-        if cid in base or cid in extra:  # the node would use its own class: a cycle
+        tensors, added = union(kids, lambda b: b.tensors)
+        top = max(kids, key=lambda k: len(best[k].tensors), default=None)
+        shared = (best[top].shared if top is not None else 0.0) + added
+        bodies, _ = union(kids, lambda b: b.bodies)
+        if cid in tensors or cid in bodies:  # the node would use its own class: a cycle
             return False
-        total = base_total + sum(extra.values()) + own
-        if cid in best and total >= best[cid][0] - 1e-9:
+        work = own + sum(bodies.values())
+        if snap.classes[cid].sort is Sort.BODY:
+            entry = _Best(shared + work, {**bodies, cid: own}, tensors, shared)
+        else:
+            entry = _Best(shared + work, {}, {**tensors, cid: work}, shared + work)
+        if cid in best and entry.total >= best[cid].total - 1e-9:
             return False
-        best[cid], pick[cid] = (total, {**base, **extra, cid: own}), n  # copied only on a win
+        best[cid], pick[cid] = entry, n
         return True
 
     _propagate(snap, improve)
@@ -188,7 +207,8 @@ def ilp(snap: Snapshot, model: CostModel, time_limit: float = 10.0,
         if res.x[k] > 0.5:
             pick[c] = n
     out = _finish(snap, pick, costs, "ilp", start)
-    out.optimal = bool(res.status == 0)
+    has_bodies = any(c.sort is Sort.BODY for c in snap.classes.values())
+    out.optimal = None if has_bodies else bool(res.status == 0)
     return out
 
 

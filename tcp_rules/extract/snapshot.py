@@ -10,6 +10,7 @@ from egglog import bindings
 from tcp_rules.egraph.encode import NONE_BOUND, Tables, bits_scalar
 from tcp_rules.egraph.schema import OP_OF_CONSTRUCTOR
 from tcp_rules.ops import AttrKind, OpDef
+from tcp_rules.sorts import Sort
 from tcp_rules.types import DType, TensorType
 
 
@@ -28,6 +29,7 @@ class EClass:
     id: int
     type: TensorType | None = None
     nodes: list[ENode] = field(default_factory=list)
+    sort: Sort = Sort.TENSOR  # a kernel body, or ANY for constants (tcp_rules.sorts)
 
 
 @dataclass
@@ -120,6 +122,11 @@ def snapshot(eg: bindings.EGraph, tables: Tables, roots: list[str]) -> Snapshot:
         if v in dims and v in dts:
             classes[i].type = TensorType(DType.parse(eg.value_to_string(dts[v])),
                                          tuple(tables.dim_of(x) for x in reader.vec(dims[v])))
+    tensors = {reader.cid(row.inputs[0]) for row in funcs["tensor"].rows}
+    for row in funcs["body"].rows:
+        c = classes.get(reader.cid(row.inputs[0]))
+        if c is not None:
+            c.sort = Sort.ANY if c.id in tensors else Sort.BODY
     root_ids = [reader.cid(funcs[r].rows[0].output) for r in roots]
     return Snapshot(classes, root_ids)
 

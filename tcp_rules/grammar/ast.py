@@ -188,6 +188,16 @@ class ExampleDecl:
 
 
 @dataclass(frozen=True)
+class FamilyDecl:
+    """``for var in ops``: ``ops`` is one op class name (``unary``) or a list of op names."""
+
+    var: str
+    ops: tuple[str, ...]
+    is_list: bool
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
 class RuleDecl:
     name: str
     cls: ClassDecl | None
@@ -199,6 +209,7 @@ class RuleDecl:
     doc: str
     span: Span = field(compare=False, repr=False)
     name_span: Span = field(compare=False, repr=False)
+    family: FamilyDecl | None = None
 
 
 @dataclass(frozen=True)

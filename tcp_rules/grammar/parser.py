@@ -321,6 +321,7 @@ class RuleFileBuilder(TermBuilder):
 
     def rule(self, meta: Any, children: list[Any]) -> ast.RuleDecl:
         name, rest = children[0], children[1:]
+        family = rest.pop(0) if isinstance(rest[0], ast.FamilyDecl) else None
         cls = rest.pop(0) if isinstance(rest[0], ast.ClassDecl) else None
         lhs, arrow, rhs = rest[:3]
         guards: tuple[ast.GuardDecl, ...] = ()
@@ -332,7 +333,12 @@ class RuleFileBuilder(TermBuilder):
                 guards = item
         return ast.RuleDecl(str(name), cls, lhs, arrow == "<=>", rhs, guards, tuple(examples),
                             doc_comment(self.source, meta.line), self.sp(meta),
-                            span_of(self.source, name))
+                            span_of(self.source, name), family)
+
+    def family(self, meta: Any, children: list[Any]) -> ast.FamilyDecl:
+        var, *ops = (str(c) for c in children)
+        return ast.FamilyDecl(var, tuple(ops), len(children) > 2 or "[" in
+                              self.source.text[meta.start_pos:meta.end_pos], self.sp(meta))
 
     def arrow(self, meta: Any, children: list[Any]) -> str:
         return str(children[0])

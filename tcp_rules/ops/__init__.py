@@ -14,10 +14,12 @@ from tcp_rules.ops.core import (
     identity_value,
 )
 from tcp_rules.ops.elementwise import ELEMENTWISE_OPS
+from tcp_rules.ops.fusion import FUSION_OPS
 from tcp_rules.ops.linalg import LINALG_OPS
 from tcp_rules.ops.movement import MOVEMENT_OPS
 
-OPS: dict[str, OpDef] = {op.name: op for op in (*ELEMENTWISE_OPS, *MOVEMENT_OPS, *LINALG_OPS)}
+OPS: dict[str, OpDef] = {op.name: op for op in (*ELEMENTWISE_OPS, *MOVEMENT_OPS, *LINALG_OPS,
+                                                  *FUSION_OPS)}
 
 
 def get_op(name: str) -> OpDef | None:

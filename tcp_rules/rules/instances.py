@@ -33,6 +33,7 @@ from tcp_rules.rules.model import (
     TRef,
 )
 from tcp_rules.rules.semantics import Env, holds, splat_value
+from tcp_rules.sorts import Sort
 from tcp_rules.types import Dim, DType, TensorType
 
 MAX_RANK = 3
@@ -123,11 +124,12 @@ class Enumerator:
 
     def __init__(self, pattern: Pattern, guards: Sequence[Guard] = (),
                  dtypes: Sequence[DType] = DEFAULT_DTYPES, budget: int = 200_000,
-                 limit: int = 4000):
+                 limit: int = 4000, bodies: frozenset[str] = frozenset()):
         self.pattern, self.guards, self.dtypes = pattern, guards, tuple(dtypes)
         self.budget = Budget(budget)
         self.limit = limit  # complete instances yielded at most
         self.yielded = 0
+        self.bodies = bodies  # variables that stand for kernel bodies (rules.sorting)
         self.env = Env()
         self.consts = const_vars(guards)
         self.symbols: list[Dim] = []  # symbols in use, oldest first
@@ -196,7 +198,8 @@ class Enumerator:
     def bind_tensor(self, name: str, t: TensorType, const: Scalar | None = None) -> list[Dim]:
         self.env.tensors[name] = (
             make_splat(const, t) if const is not None
-            else Param(t, param=name, index=len(self.env.tensors), name=name))
+            else Param(t, param=name, index=len(self.env.tensors), name=name,
+                       sort=Sort.BODY if name in self.bodies else Sort.TENSOR))
         new = [d for d in t.dims if d.symbol is not None and d not in self.symbols]
         self.symbols.extend(dict.fromkeys(new))
         return new

@@ -15,6 +15,7 @@ from tcp_rules.diagnostics import DiagnosticBag, Span, TcpError
 from tcp_rules.grammar import ast
 from tcp_rules.grammar.parser import parse_rule_file, read_source
 from tcp_rules.resources import rules_dir
+from tcp_rules.rules.families import expand
 from tcp_rules.rules.model import Rule
 from tcp_rules.rules.resolve import resolve_rule
 from tcp_rules.rules.typecheck import TypeCheckResult, check_examples, check_types
@@ -102,9 +103,10 @@ class Loader:
             elif isinstance(item, ast.RulesetDecl):
                 ruleset = item.name
             else:
-                rule = resolve_rule(item, ruleset, self.bag)
-                if rule is not None:
-                    rules.append(rule)
+                for member in expand(item, self.bag):
+                    rule = resolve_rule(member, ruleset, self.bag)
+                    if rule is not None:
+                        rules.append(rule)
         return rules
 
     def all_rules(self) -> list[Rule]:

@@ -39,6 +39,7 @@ from tcp_rules.rules.model import (
     Soundness,
     TRef,
 )
+from tcp_rules.rules.sorting import SortError, var_sorts
 from tcp_rules.types import DType
 
 
@@ -295,6 +296,10 @@ class RuleResolver:
             left = Scope()
             lhs = self.bind_pattern(d.lhs, left, "left")
             rhs = self.use_pattern(d.rhs, left)
+            try:
+                var_sorts(lhs, rhs)
+            except SortError as e:
+                raise self.fail(e.message, e.span or d.span) from None
             if d.two_way:
                 self.check_reverse(d, left)
             guards = tuple(self.guard(g, left) for g in d.guards)

@@ -30,6 +30,7 @@ from tcp_rules.rules.model import (
     Rule,
 )
 from tcp_rules.rules.semantics import Env, holds, instantiate, match
+from tcp_rules.rules.sorting import body_vars
 from tcp_rules.types import DType
 
 
@@ -78,7 +79,8 @@ def check_types(rule: Rule, bag: DiagnosticBag, budget: int = 10_000,
     complete = True
     for label, frm, to in rule.directions():
         side, other = ("left", "right") if label == "=>" else ("right", "left")
-        enum = Enumerator(frm, rule.guards, _dtypes_of(rule), budget, limit)
+        enum = Enumerator(frm, rule.guards, _dtypes_of(rule), budget, limit,
+                          bodies=body_vars(rule))
         n = 0
         for inst in enum:
             n += 1

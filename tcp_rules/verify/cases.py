@@ -100,7 +100,7 @@ def concretize(frm: Pattern, to: Pattern, guards: tuple[Guard, ...], inst: Insta
             except ShapeError:
                 return None
         else:
-            p = Param(t, param=name, index=len(params), name=name)
+            p = Param(t, param=name, index=len(params), name=name, sort=v.sort)
             params.append(p)
             env.tensors[name] = p
     env.attrs = {k: _subst(a, sizes) for k, a in inst.env.attrs.items()}

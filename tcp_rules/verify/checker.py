@@ -20,6 +20,7 @@ from hypothesis.extra import numpy as hnp
 from tcp_rules.rules.instances import Enumerator, Instance
 from tcp_rules.rules.model import Guard, Pattern, Rule
 from tcp_rules.rules.semantics import splat_value
+from tcp_rules.rules.sorting import body_vars
 from tcp_rules.types import ALL_DTYPES, DType
 from tcp_rules.verify.cases import Case, Setup, concretize, make_case, symbols_of
 from tcp_rules.verify.values import (
@@ -73,10 +74,11 @@ class Verdict:
 
 
 def _instances(frm: Pattern, guards: tuple[Guard, ...], rng: np.random.Generator,
-               limit: int) -> list[Instance]:
+               limit: int, bodies: frozenset[str]) -> list[Instance]:
     """A seeded sample of the symbolic instances of a side (every dtype tried)."""
     pool: list[Instance] = []
-    for i, inst in enumerate(Enumerator(frm, guards, sorted(ALL_DTYPES, key=str), 50_000)):
+    for i, inst in enumerate(Enumerator(frm, guards, sorted(ALL_DTYPES, key=str), 50_000,
+                                          bodies=bodies)):
         if len(pool) < limit:
             pool.append(inst)
         else:  # reservoir sampling keeps the sample uniform over a long enumeration
@@ -94,7 +96,8 @@ class Search:
     def __init__(self, rule: Rule, profile: Profile, seed: int):
         self.rule, self.profile = rule, profile
         self.rng = np.random.default_rng([seed, zlib.crc32(rule.name.encode())])
-        self.samples = {label: _instances(frm, rule.guards, self.rng, profile.instances)
+        self.samples = {label: _instances(frm, rule.guards, self.rng, profile.instances,
+                                               body_vars(rule))
                         for label, frm, _ in rule.directions()}
         self.checked = 0
 

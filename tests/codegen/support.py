@@ -81,3 +81,21 @@ def binary(op: str, dt: DType, shape: str = "N") -> Func:
     x, y = f.param("x", f"{dt}[{shape}]"), f.param("y", f"{dt}[{shape}]")
     f.ret(tb.apply_op(op, x, y))
     return f.finish()
+
+
+def fuse_everything(func: Func) -> Func:
+    """``func`` with every op inside kernel bodies: each parameter and dense constant is loaded
+    once and each result is ``kernel(body)``; the lowering materializes only what it must."""
+    from tcp_rules.build import make_apply
+    from tcp_rules.ir import Apply, Param, Value
+    from tcp_rules.ops import OPS
+
+    new: dict[int, Value] = {}
+    for v in func.values():
+        if isinstance(v, Param) or (isinstance(v, Apply) and v.op.name == "dense"):
+            new[id(v)] = make_apply(OPS["load"], [v], {})
+        else:
+            assert isinstance(v, Apply)
+            new[id(v)] = make_apply(v.op, [new[id(o)] for o in v.operands], dict(v.attrs))
+    results = tuple(make_apply(OPS["kernel"], [new[id(r)]], {}) for r in func.results)
+    return Func(func.name, func.params, results, func.result_types)

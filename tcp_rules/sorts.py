@@ -1,0 +1,58 @@
+"""Sorts: whether a value is a materialized *tensor* or a kernel *body* (see ops/fusion.py).
+
+``load`` turns a tensor into a body and ``kernel`` a body into a tensor; every other op keeps
+the sort of its operands, which must agree. Splat constants fit either sort (``ANY``): a literal
+is a constant of whatever loop nest it appears in. Dense constants are data in memory: tensors.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+
+from tcp_rules.ops import OpDef, ShapeError
+
+
+class Sort(enum.Enum):
+    TENSOR = "tensor"
+    BODY = "body"
+    ANY = "any"  # a splat constant: fits either
+
+    def fits(self, want: Sort) -> bool:
+        return self is Sort.ANY or want is Sort.ANY or self is want
+
+    @property
+    def article(self) -> str:
+        return "a kernel body" if self is Sort.BODY else "a tensor"
+
+
+# The sort each fusion op requires of its operand and gives its result.
+BOUNDARY = {"load": (Sort.TENSOR, Sort.BODY), "kernel": (Sort.BODY, Sort.TENSOR)}
+
+
+def apply_sort(op: OpDef, operands: Sequence[Sort]) -> Sort:
+    """The sort of ``op`` applied to operands of these sorts; ShapeError naming the operand
+    whose sort does not fit."""
+    if op.name in BOUNDARY:
+        want, result = BOUNDARY[op.name]
+        if not operands[0].fits(want):
+            hint = ("it is already a body" if op.name == "load"
+                    else "read tensors into a body with load(...)")
+            raise ShapeError(f"{op.name} takes {want.article}, got {operands[0].article} "
+                             f"({hint})", operand=0)
+        return result
+    if op.name == "splat":
+        return Sort.ANY
+    if op.name == "dense":
+        return Sort.TENSOR
+    first: tuple[int, Sort] | None = None
+    for i, s in enumerate(operands):
+        if s is Sort.ANY:
+            continue
+        if first is None:
+            first = (i, s)
+        elif s is not first[1]:
+            raise ShapeError(f"{op.name} mixes {first[1].article} (operand {first[0] + 1}) and "
+                             f"{s.article} (operand {i + 1}); inside a kernel body read "
+                             f"tensors with load(...)", operand=i)
+    return first[1] if first is not None else Sort.ANY
