@@ -103,6 +103,8 @@ GOOD: list[tuple[str, list[str], dict[str, Any], str]] = [
         "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos", "atan", "erf", "floor",
         "ceil", "round", "round_even")),
     ("exp", ["f64[]"], {}, "f64[]"),
+    ("load", ["i32[N, 3]"], {}, "i32[N, 3]"),
+    ("kernel", ["f64[]"], {}, "f64[]"),
     ("neg", ["i32[4]"], {}, "i32[4]"),
     ("abs", ["i64[N]"], {}, "i64[N]"),
     ("clamp", ["f32[4]"], {"min": 0.0}, "f32[4]"),

@@ -21,6 +21,7 @@ import pytest
 
 from tcp_rules import build as tb
 from tcp_rules.build import Literal
+from tcp_rules.sorts import Sort
 from tcp_rules.interpret import evaluate
 from tcp_rules.ir import Value
 from tcp_rules.ops import OPS, OpDef, ShapeError, identity_value
@@ -95,7 +96,10 @@ def run(op: str, args: Sequence[np.ndarray | float | int | bool],
             inputs.append(a)
         else:
             operands.append(a)
-    f.ret(build_apply(op, operands, attrs or {}))
+    if op == "kernel":  # kernel takes a body: read the parameters into one
+        operands = [tb.load(x) if isinstance(x, Value) else x for x in operands]
+    result = build_apply(op, operands, attrs or {})
+    f.ret(tb.kernel(result) if result.sort is Sort.BODY else result)
     (out,) = evaluate(f.finish(), inputs)
     return out
 
@@ -399,6 +403,11 @@ CASES: list[Case] = [
       np.array([[0.0], [1.0]], np.float64), expect=np.array([[NAN]])),
     C("matmul", "inner dim 0", np.zeros((2, 0), np.float32), np.zeros((0, 3), np.float32),
       expect=np.zeros((2, 3), np.float32)),
+    # kernel boundaries: the identity, bit for bit ------------------------------------------
+    C("load", "f32 specials", f32(-0.0, NAN, INF, 1e-45), expect=f32(-0.0, NAN, INF, 1e-45)),
+    C("load", "i32 extremes", i32(I32_MIN, I32_MAX), expect=i32(I32_MIN, I32_MAX)),
+    C("kernel", "f32 specials", f32(-0.0, NAN, -INF), expect=f32(-0.0, NAN, -INF)),
+    C("kernel", "i1", np.array([True, False]), expect=np.array([True, False])),
 ]
 
 COVERED_OPS = frozenset(c.op for c in CASES)

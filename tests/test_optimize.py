@@ -95,13 +95,15 @@ def test_report_schema() -> None:
     result = optimize(func("func f(x: f32[N]) -> f32[N] { return mul(x, 1) }"), RULES, FAST)
     data = result.report.to_json()
     assert data["schema"] == 1
-    assert set(data) == {"schema", "stop_reason", "error", "seconds", "rules", "iterations",
+    assert set(data) == {"schema", "stop_reason", "error", "seconds", "rules", "phases",
+                         "iterations",
                          "matches", "extractor", "extraction_seconds", "cost",
                          "kept_original"}
     assert data["stop_reason"] == "saturated"
     assert data["matches"]["mul-one"] >= 1  # summed over iterations (re-matches count)
     assert data["cost"]["after"] < data["cost"]["before"]
-    assert all(set(it) == {"index", "enodes", "eclasses", "seconds"} for it in data["iterations"])
+    assert all(set(it) == {"index", "phase", "enodes", "eclasses", "seconds"}
+               for it in data["iterations"])
     json.dumps(data)
 
 

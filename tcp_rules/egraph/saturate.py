@@ -157,8 +157,9 @@ def load(func: Func, rules: Sequence[Rule], schedule: Schedule = ()) -> Saturati
         run_text(eg, text, "program.egg")
     except TcpError as e:
         raise _blame(e, text, rules) from None
+    kinds = {forms_kernels(r) for r in rules if r.name in loaded}
     phases = ([[f"phase{i}-stage{j}" for j in range(len(ph))] for i, ph in enumerate(schedule)]
-              if schedule else [["phase0"], ["phase1"]])
+              if schedule else [[f"phase{i}"] for i in (0, 1) if bool(i) in kinds] or [["phase0"]])
     return Saturation(eg, tables_, roots, text, loaded, skipped, phases=phases)
 
 
@@ -237,9 +238,8 @@ def saturate(sat: Saturation, limits: Limits, deadline: float | None = None,
         end = deadline if phase == last else min(
             deadline, start + limits.seconds * EARLY_PHASES_SHARE * (phase + 1) / last)
         sat.phase_stops.append(_run_phase(sat, phase, limits, end, on_iteration))
-    sat.stop_reason = sat.phase_stops[-1]
-    if "time limit" in sat.phase_stops and time.perf_counter() >= deadline:
-        sat.stop_reason = "time limit"
+    # the run saturated only if every phase did; otherwise the first limit that cut it short
+    sat.stop_reason = next((r for r in sat.phase_stops if r != "saturated"), "saturated")
     return sat
 
 
