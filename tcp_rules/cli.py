@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -19,6 +20,7 @@ from tcp_rules.diagnostics import TcpError
 from tcp_rules.egraph.saturate import Limits, check_schedule, parse_schedule
 from tcp_rules.extract.cost import RooflineCost
 from tcp_rules.inputs import load_inputs, random_inputs, save_results
+from tcp_rules.interpret import bind_symbols
 from tcp_rules.ops import OPS
 from tcp_rules.optimize import OptOptions
 from tcp_rules.pipeline import (
@@ -125,24 +127,30 @@ def _describe(name: str, a: np.ndarray) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     emit = Emitter(args.emit)
+    inputs: list[np.ndarray] | None = None
     try:
         module = load_module_file(args.program, emit)
         func = select_func(module, args.func)
+        if args.inputs:
+            inputs = load_inputs(args.inputs, func)
+        elif args.random:
+            inputs = random_inputs(func, _sizes(args.size), seed=args.seed)
+        elif args.emit is None:
+            raise TcpError.at("give the inputs with --inputs IN.npz (one array per parameter) "
+                              "or use --random for seeded random inputs")
         if not args.no_opt:
             lib, options = _rules(args.rules), _opt_options(args)
+            if inputs is not None:  # the cost model sizes symbolic dims as the inputs do
+                bound = tuple(sorted(bind_symbols(func, inputs).items()))
+                options = dataclasses.replace(
+                    options, cost=dataclasses.replace(options.cost, sizes=bound))
             check_schedule(lib.rules, options.schedule)
             func = optimize_func(func, lib.rules, options, emit).func
         if args.emit == "llvm":
             run_func(func, (), "compiled", emit)  # prints the IR before any input is needed
     except EmitStop:
         return 0
-    if args.inputs:
-        inputs = load_inputs(args.inputs, func)
-    elif args.random:
-        inputs = random_inputs(func, _sizes(args.size), seed=args.seed)
-    else:
-        raise TcpError.at("give the inputs with --inputs IN.npz (one array per parameter) or "
-                          "use --random for seeded random inputs")
+    assert inputs is not None
     results = run_func(func, inputs, args.engine)
     if args.out:
         save_results(args.out, results)

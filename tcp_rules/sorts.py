@@ -26,8 +26,9 @@ class Sort(enum.Enum):
         return "a kernel body" if self is Sort.BODY else "a tensor"
 
 
-# The sort each fusion op requires of its operand and gives its result.
-BOUNDARY = {"load": (Sort.TENSOR, Sort.BODY), "kernel": (Sort.BODY, Sort.TENSOR)}
+# The sort each fusion op requires of its operands and gives its result.
+BOUNDARY = {"load": (Sort.TENSOR, Sort.BODY), "kernel": (Sort.BODY, Sort.TENSOR),
+            "load_matmul": (Sort.TENSOR, Sort.BODY)}
 
 
 def apply_sort(op: OpDef, operands: Sequence[Sort]) -> Sort:
@@ -35,11 +36,12 @@ def apply_sort(op: OpDef, operands: Sequence[Sort]) -> Sort:
     whose sort does not fit."""
     if op.name in BOUNDARY:
         want, result = BOUNDARY[op.name]
-        if not operands[0].fits(want):
-            hint = ("it is already a body" if op.name == "load"
-                    else "read tensors into a body with load(...)")
-            raise ShapeError(f"{op.name} takes {want.article}, got {operands[0].article} "
-                             f"({hint})", operand=0)
+        for i, s in enumerate(operands):
+            if not s.fits(want):
+                hint = ("materialize it with kernel(...)" if want is Sort.TENSOR
+                        else "read tensors into a body with load(...)")
+                raise ShapeError(f"{op.name} takes {want.article}, got {s.article} ({hint})",
+                                 operand=i)
         return result
     if op.name == "splat":
         return Sort.ANY

@@ -260,7 +260,7 @@ class Lowerer:
         if name in REDUCE_KIND:
             s = Src(None, lambda kb, idx: self.reduce(kb, v, idx), 1 + srcs[0].ops)
             return s if self.inline_ok(v, s.ops) else self.materialize(v, s)
-        if name == "matmul":
+        if name in ("matmul", "load_matmul"):
             for o in v.operands:
                 self.buf_of(self.tensor_of(o))
             s = Src(None, lambda kb, idx: self.acc(kb, v, idx), ops=1)

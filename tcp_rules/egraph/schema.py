@@ -121,7 +121,7 @@ def _sort_rules(op: OpDef) -> list[str]:
     """Sort analysis: load gives bodies, kernel, params and dense constants tensors, splats
     both; any other op has the sort its operands share (concat: that of its first operand)."""
     c = constructor(op)
-    fixed = {"load": ["body"], "kernel": ["tensor"], "dense": ["tensor"],
+    fixed = {"load": ["body"], "load_matmul": ["body"], "kernel": ["tensor"], "dense": ["tensor"],
              "splat": ["tensor", "body"]}.get(op.name)
     holes = " ".join("_" for _ in op.attrs)
     if fixed is not None:
@@ -158,7 +158,7 @@ def analysis() -> str:
             rules.append(f"(rule ((= e ({c} x s{' k' if op.name == 'broadcast' else ''})) "
                          f"(= t (dt x))) ((set (dims e) s) (set (dt e) t)) "
                          f":ruleset types :name \"type-{op.name}\")")
-        elif op.category == "fusion":  # load and kernel: the identity on types
+        elif op.name in ("load", "kernel"):  # the identity on types
             rules.append(f"(rule ((= e ({c} x)) (= d (dims x)) (= t (dt x))) ((set (dims e) d) "
                          f"(set (dt e) t)) :ruleset types :name \"type-{op.name}\")")
         elif op.name == "slice":
@@ -174,17 +174,17 @@ def analysis() -> str:
                 f"       (= sel (reduce-sel (vec-length d) (sorted axes) keep)))\n"
                 f"      ((set (dims e) (unstable-vec-map (unstable-fn \"vec-get\" "
                 f"(vec-push d 1)) sel)) (set (dt e) t)) :ruleset types :name \"type-{op.name}\")")
-        elif op.name == "matmul":
+        elif op.name in ("matmul", "load_matmul"):
             rules.append(
-                "(rule ((= e (Matmul a b)) (= da (dims a)) (= db (dims b)) (= t (dt a))\n"
-                "       (= 2 (vec-length da)))\n"
-                "      ((set (dims e) (vec-of (vec-get da 0) (vec-get db 1))) (set (dt e) t))"
-                " :ruleset types :name \"type-matmul\")")
+                f"(rule ((= e ({c} a b)) (= da (dims a)) (= db (dims b)) (= t (dt a))\n"
+                f"       (= 2 (vec-length da)))\n"
+                f"      ((set (dims e) (vec-of (vec-get da 0) (vec-get db 1))) (set (dt e) t))"
+                f" :ruleset types :name \"type-{op.name}\")")
             rules.append(
-                "(rule ((= e (Matmul a b)) (= da (dims a)) (= db (dims b)) (= t (dt a))\n"
-                "       (= 3 (vec-length da)))\n"
-                "      ((set (dims e) (vec-of (vec-get da 0) (vec-get da 1) (vec-get db 2)))"
-                " (set (dt e) t)) :ruleset types :name \"type-matmul-batched\")")
+                f"(rule ((= e ({c} a b)) (= da (dims a)) (= db (dims b)) (= t (dt a))\n"
+                f"       (= 3 (vec-length da)))\n"
+                f"      ((set (dims e) (vec-of (vec-get da 0) (vec-get da 1) (vec-get db 2)))"
+                f" (set (dt e) t)) :ruleset types :name \"type-{op.name}-batched\")")
         elif op.name == "concat":
             # Sizes add up only when both are constants (symbolic sums have no id here);
             # concat nodes of the program itself are typed by the encoder.

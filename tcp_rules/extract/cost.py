@@ -49,14 +49,16 @@ BODY_EPS = 1e-3  # every body op costs something, so that no cycle of them looks
 class RooflineCost:
     """Nanoseconds on a machine like this one (2 cores, AVX2, ~20 GB/s copy bandwidth)."""
 
-    default_size: int = 64  # what a symbolic dim counts as
+    default_size: int = 64  # what a symbolic dim counts as, unless ``sizes`` binds it
+    sizes: tuple[tuple[str, int], ...] = ()  # symbol bindings known from the inputs
     flop_ns: float = 0.125  # elementwise and reduction flops: 8 per ns
     matmul_flop_ns: float = 0.01  # a packed, register-blocked matmul: ~100 GFLOP/s
     byte_ns: float = 0.06  # ~17 GB/s
     op_ns: float = 50.0  # per kernel: a call and the start of a pass over memory
 
     def shape(self, t: TensorType) -> tuple[int, ...]:
-        sizes = {s: self.default_size for s in t.symbols}
+        known = dict(self.sizes)
+        sizes = {s: known.get(s, self.default_size) for s in t.symbols}
         return tuple(max(d.subst(sizes).const or 0, 0) for d in t.dims)
 
     def nbytes(self, t: TensorType) -> float:
@@ -74,7 +76,10 @@ class RooflineCost:
         attrs = dict(node.attrs)
         cost = op.cost.evaluate([(self.shape(a), a.dtype.itemsize) for a in args],
                                 (self.shape(out), out.dtype.itemsize), attrs)
-        flops = cost.flops * (self.matmul_flop_ns if op.name == "matmul" else self.flop_ns)
+        matmul = op.name in ("matmul", "load_matmul")
+        flops = cost.flops * (self.matmul_flop_ns if matmul else self.flop_ns)
+        if op.name == "load_matmul":  # reads both operands from memory
+            return BODY_EPS + flops + sum(map(self.nbytes, args)) * self.byte_ns
         if sort is Sort.BODY:
             if self._materializes_in_body(op.name, attrs, out, args):
                 return self.op_ns + 2 * sum(map(self.nbytes, args)) * self.byte_ns + flops

@@ -8,6 +8,10 @@ them. Both ops mean the identity on values, so a fusion rule such as
 ``load(kernel(b)) => b`` is exact and the verifier checks it like any other rule; what they
 change is where memory traffic happens, which the cost model and the code generator read.
 Which values are bodies and which are tensors is the *sort* of a value (tcp_rules.sorts).
+
+``load_matmul(a, b)`` is the product of two materialized tensors read into a body without being
+materialized (a matmul kernel whose body ops run as its epilogue): matmul reads its operands as
+packed panels from memory, so they are tensors, never bodies computed in the loop nest.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tcp_rules.ops.core import Attrs, CostFormula, OpDef
+from tcp_rules.ops.linalg import LINALG_OPS
 from tcp_rules.types import Dim, TensorType
 
 
@@ -37,6 +42,8 @@ def broadcast_hoists(operand: Sequence[Dim], shape: Sequence[Dim], dims: Sequenc
     return all(a > max(kept, default=-1) for a in range(len(shape)) if a not in kept)
 
 
+_MATMUL = next(op for op in LINALG_OPS if op.name == "matmul")
+
 FUSION_OPS: tuple[OpDef, ...] = (
     OpDef(name="load", doc="read a materialized tensor into a kernel body (the identity)",
           operands=("x",), attrs=(), infer=_same_type, reference=_identity,
@@ -44,4 +51,7 @@ FUSION_OPS: tuple[OpDef, ...] = (
     OpDef(name="kernel", doc="materialize a body: one fused loop nest (the identity)",
           operands=("body",), attrs=(), infer=_same_type, reference=_identity,
           cost=CostFormula(0), category="fusion"),
+    OpDef(name="load_matmul", doc="matmul of two tensors, read into a body unmaterialized",
+          operands=_MATMUL.operands, attrs=(), infer=_MATMUL.infer,
+          reference=_MATMUL.reference, cost=_MATMUL.cost, category="fusion"),
 )

@@ -63,8 +63,9 @@ def _walk(p: Pattern, u: _Unifier) -> object | None:
             kids = [_walk(a, u) for a in args]
             if op.name in BOUNDARY:
                 want, result = BOUNDARY[op.name]
-                if kids[0] is not None:
-                    u.fix(kids[0], want, args[0].span, f"the operand of {op.name}")
+                for k, a in zip(kids, args, strict=True):
+                    if k is not None:
+                        u.fix(k, want, a.span, f"an operand of {op.name}")
                 u.fix(key, result, p.span, f"{op.name}(...)")
                 return key
             for k, a in zip(kids, args, strict=True):
