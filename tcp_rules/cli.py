@@ -18,9 +18,11 @@ from tcp_rules.benchsuites import optimizer_suite, verifier_suite
 from tcp_rules.demo import run_demo
 from tcp_rules.diagnostics import TcpError
 from tcp_rules.egraph.saturate import Limits, check_schedule, parse_schedule
-from tcp_rules.extract.cost import RooflineCost
+from tcp_rules.extract.cost import RooflineCost, with_sizes
 from tcp_rules.inputs import load_inputs, random_inputs, save_results
 from tcp_rules.interpret import bind_symbols
+from tcp_rules.ir import Func
+from tcp_rules.kernels import KernelInfo, kernel_infos
 from tcp_rules.ops import OPS
 from tcp_rules.optimize import OptOptions
 from tcp_rules.pipeline import (
@@ -29,6 +31,7 @@ from tcp_rules.pipeline import (
     PROGRAM_STAGES,
     EmitStop,
     Emitter,
+    emit_kernels,
     load_module_file,
     optimize_func,
     run_func,
@@ -141,11 +144,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not args.no_opt:
             lib, options = _rules(args.rules), _opt_options(args)
             if inputs is not None:  # the cost model sizes symbolic dims as the inputs do
-                bound = tuple(sorted(bind_symbols(func, inputs).items()))
                 options = dataclasses.replace(
-                    options, cost=dataclasses.replace(options.cost, sizes=bound))
+                    options, cost=with_sizes(options.cost, bind_symbols(func, inputs)))
             check_schedule(lib.rules, options.schedule)
             func = optimize_func(func, lib.rules, options, emit).func
+        else:
+            emit_kernels(func, _opt_options(args), emit)
         if args.emit == "llvm":
             run_func(func, (), "compiled", emit)  # prints the IR before any input is needed
     except EmitStop:
@@ -204,17 +208,34 @@ def cmd_opt(args: argparse.Namespace) -> int:
             continue
     if stage is not None:
         return 0
+    kernels = [_kernels(r.func, options, args) for r in results]
     if args.json:
         print(json.dumps({"funcs": [{"name": r.original.name, "program": print_func(r.func),
-                                     "report": r.report.to_json()} for r in results]},
+                                     "report": r.report.to_json(),
+                                     "kernels": [k.to_json() for k in ks]}
+                                    for r, ks in zip(results, kernels, strict=True)]},
                          indent=2))
         return 0
-    for r in results:
+    for r, ks in zip(results, kernels, strict=True):
         print(print_func(r.func))
-        print("\n".join(f"# {line}" for line in
-                        [f"optimization report for func {r.original.name}:",
-                         *r.report.render().splitlines()]))
+        lines = [f"optimization report for func {r.original.name}:",
+                 *r.report.render().splitlines(), f"kernels: {len(ks)}"]
+        for k in ks:
+            est = f"{k.estimated_us:.3f} us" if k.estimated_us is not None else "-"
+            meas = f", measured {k.measured_us:.3f} us" if k.measured_us is not None else ""
+            lines.append(f"  {k.name}: {', '.join(k.ops)} (estimated {est}{meas})")
+        print("\n".join(f"# {line}" for line in lines))
     return 0
+
+
+def _kernels(func: Func, options: OptOptions, args: argparse.Namespace) -> list[KernelInfo]:
+    """The kernels of an optimized func; with --run, timed on random inputs of --size."""
+    if not args.run:
+        return kernel_infos(func, options.cost)
+    inputs = random_inputs(func, _sizes(args.size), default_size=args.default_size,
+                           seed=args.seed)
+    cost = with_sizes(options.cost, bind_symbols(func, inputs))
+    return kernel_infos(func, cost, inputs, repeats=args.repeats)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -332,9 +353,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("program")
     p.add_argument("--func", help="optimize only this func")
     _opt_arguments(p)
-    p.add_argument("--json", action="store_true", help="programs and reports as JSON")
-    p.add_argument("--emit", choices=("ast", "egglog", "report", "program"),
-                   help="print this stage and stop (program: the optimized program)")
+    p.add_argument("--json", action="store_true",
+                   help="programs, reports and kernels as JSON")
+    p.add_argument("--emit", choices=("ast", "egglog", "report", "program", "kernels"),
+                   help="print this stage and stop (program: the optimized program; kernels: "
+                        "the loop nests it compiles to)")
+    p.add_argument("--run", action="store_true",
+                   help="compile and time each kernel on random inputs (sizes from --size, "
+                        "else --default-size)")
+    p.add_argument("--size", action="append", default=[], metavar="SYM=N",
+                   help="size of a symbolic dim for --run")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeats", type=int, default=5, help="timed runs per kernel for --run")
     p.set_defaults(fn=cmd_opt)
 
     p = sub.add_parser("bench", help="benchmarks: compiled code against NumPy and others")

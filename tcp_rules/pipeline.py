@@ -25,7 +25,7 @@ from tcp_rules.printer import print_func, print_module
 from tcp_rules.rules.model import Rule
 
 PROGRAM_STAGES = ("ast", "program")
-OPT_STAGES = ("egglog", "report", "optimized")
+OPT_STAGES = ("egglog", "report", "optimized", "kernels")
 
 
 class EmitStop(Exception):
@@ -85,7 +85,15 @@ def optimize_func(func: Func, rules: Sequence[Rule], options: OptOptions,
     result = optimize(func, rules, options)
     emit("report", result.report.render)
     emit("optimized", lambda: print_func(result.func))
+    emit_kernels(result.func, options, emit)
     return result
+
+
+def emit_kernels(func: Func, options: OptOptions, emit: Emitter) -> None:
+    """Emit the ``kernels`` stage: the loop nests ``func`` lowers to (nothing compiled)."""
+    from tcp_rules.kernels import format_kernels, kernel_infos  # llvmlite only when used
+
+    emit("kernels", lambda: format_kernels(func, kernel_infos(func, options.cost)))
 
 
 ENGINES = ("compiled", "reference")

@@ -21,10 +21,10 @@ import pytest
 
 from tcp_rules import build as tb
 from tcp_rules.build import Literal
-from tcp_rules.sorts import Sort
 from tcp_rules.interpret import evaluate
 from tcp_rules.ir import Value
 from tcp_rules.ops import OPS, OpDef, ShapeError, identity_value
+from tcp_rules.sorts import Sort
 from tcp_rules.types import Dim, DType, TensorType
 
 INF, NAN = math.inf, math.nan

@@ -222,8 +222,10 @@ class Lowerer:
             out_index = tuple(a + Affine.of(kb.size(off)) if i == axis else a
                               for i, a in enumerate(kb.identity))
         self.count += 1
-        self.plan.steps.append(kb.step(f"{self.func.name}_{label}{self.count}", value, out,
-                                       out_index, lambda o: self.buf_of(self.tensor_of(o))))
+        step = kb.step(f"{self.func.name}_{label}{self.count}", value, out, out_index,
+                       lambda o: self.buf_of(self.tensor_of(o)))
+        step.value = v if label != "copy" else None
+        self.plan.steps.append(step)
 
     def inline_ok(self, v: Apply, ops: int) -> bool:
         """A body value is inline in its kernel; a tensor op runs as a kernel of its own."""

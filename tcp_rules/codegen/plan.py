@@ -26,7 +26,7 @@ from tcp_rules.codegen.kernel import (
     children,
 )
 from tcp_rules.diagnostics import TcpError
-from tcp_rules.ir import Func
+from tcp_rules.ir import Func, Value
 from tcp_rules.types import Dim, DType
 
 
@@ -50,6 +50,7 @@ class Step:
     buffers: tuple[int, ...]
     sizes: tuple[Dim, ...]
     symbol: str = ""
+    value: Value | None = None  # the program value this kernel writes (None: a result copy)
 
 
 @dataclass

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import ctypes
 import os
+import statistics
 import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -129,6 +131,19 @@ class CompiledFunc:
         for c, si in zip(self.steps, inst.steps, strict=True):
             self._run(c, si, [bufs[i] for i in c.step.buffers])
         return tuple(bufs[i] for i in self.plan.results)
+
+    def profile(self, *arrays: np.ndarray, repeats: int = 5) -> list[float]:
+        """Median seconds of each kernel step over ``repeats`` runs (after one warm-up run)."""
+        inst = self._validated(arrays)
+        bufs = self._buffers(arrays, inst, None)
+        times: list[list[float]] = [[] for _ in self.steps]
+        for r in range(repeats + 1):
+            for k, (c, si) in enumerate(zip(self.steps, inst.steps, strict=True)):
+                t0 = time.perf_counter()
+                self._run(c, si, [bufs[i] for i in c.step.buffers])
+                if r:
+                    times[k].append(time.perf_counter() - t0)
+        return [statistics.median(ts) for ts in times]
 
     def _validated(self, arrays: Sequence[np.ndarray]) -> Instance:
         """bind_symbols' verdict depends only on the inputs' types, dtypes and shapes: inputs

@@ -23,8 +23,9 @@ calibrated on this machine (docs/fusion.md, ``tcpr bench --suite cost``). Any ob
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -98,6 +99,14 @@ class RooflineCost:
             assert isinstance(dims, tuple)
             return not broadcast_hoists(args[0].dims, out.dims, dims)
         return False
+
+
+def with_sizes(model: CostModel, sizes: Mapping[str, int]) -> CostModel:
+    """``model`` with symbolic dims sized as bound by actual inputs (a model without that
+    notion is returned unchanged)."""
+    if isinstance(model, RooflineCost):
+        return dataclasses.replace(model, sizes=tuple(sorted(sizes.items())))
+    return model
 
 
 def kernel_totals[N: Hashable](roots: Iterable[N], children: Callable[[N], Sequence[N]],

@@ -1,10 +1,11 @@
 """Rule families: ``rule NAME for f in CLASS: ...`` stands for one rule per op of CLASS.
 
 CLASS is an op category of the op table (``unary``, ``binary``, ``compare``, ``reduce``...),
-``elementwise``, or a bracketed list of op names and classes (``[unary, cast]``). Each member becomes an ordinary rule named
-``NAME.op`` with every call of ``f`` replaced by the op; attributes of the op that the call
-does not write become variables ``f_ATTR`` shared by all calls of ``f`` in the rule, so they
-are matched on the left and carried over unchanged to the right. Examples are instantiated
+``elementwise``, or a bracketed list of op names and classes (``[unary, cast]``). Each member
+becomes an ordinary rule named ``NAME.op`` with every call of ``f`` replaced by the op;
+attributes of the op that the call does not write become variables ``f_ATTR`` shared by all
+calls of ``f`` in the rule, so they are matched on the left and carried over unchanged to the
+right. Examples are instantiated
 the same way for members whose attributes all have defaults (an example is concrete: it has no
 variables to carry, so clamp's bounds or cast's target could not be filled in); the other
 members are still type-checked and verified like every rule.
@@ -79,9 +80,10 @@ def expand(decl: ast.RuleDecl, bag: DiagnosticBag) -> list[ast.RuleDecl]:
     out = []
     for op in members:
         concrete = all(a.default is not None for a in op.attrs)
-        examples = () if not concrete else tuple(dataclasses.replace(x, before=_subst(x.before, fam.var, op, False),
-                                             after=_subst(x.after, fam.var, op, False))
-                         for x in decl.examples)
+        examples = () if not concrete else tuple(
+            dataclasses.replace(x, before=_subst(x.before, fam.var, op, False),
+                                after=_subst(x.after, fam.var, op, False))
+            for x in decl.examples)
         out.append(dataclasses.replace(
             decl, name=f"{decl.name}.{op.name}", family=None, examples=examples,
             lhs=_subst(decl.lhs, fam.var, op, True), rhs=_subst(decl.rhs, fam.var, op, True)))
