@@ -27,6 +27,7 @@ import numpy as np
 from tcp_rules.codegen import cases as C
 from tcp_rules.codegen import jit
 from tcp_rules.diagnostics import TcpError
+from tcp_rules.printer import print_func
 
 
 @dataclass
@@ -118,6 +119,8 @@ def compile_times(threads: int) -> dict[str, Any]:
         os.environ["TCPR_CACHE_DIR"] = tmp
         try:
             secs = [s for prog in C.PROGRAMS for s in C.compile_kernel_objects(prog)]
+            for prog in C.PROGRAMS:  # the optimized programs, as the new process will read them
+                Path(tmp, f"{prog}.tcp").write_text(print_func(C.optimized(prog)))
             loads = _load_in_new_process(tmp)
         finally:
             if old is None:
@@ -131,10 +134,12 @@ def compile_times(threads: int) -> dict[str, Any]:
 _LOADER = """
 import json, sys, time
 t0 = time.perf_counter()
-from tcp_rules.codegen import cases, jit
+from tcp_rules.codegen import jit
 from tcp_rules.codegen.runtime import compile_func
+from tcp_rules.pipeline import load_module_file
 jit.host(); jit.fingerprint()
-funcs = {p: cases.program(p) for p in sys.argv[1:]}  # parsing is not part of loading
+funcs = {p: load_module_file(f"{sys.argv[1]}/{p}.tcp").func()  # parsing is not loading
+         for p in sys.argv[2:]}
 out = {"import_ms": 1e3 * (time.perf_counter() - t0)}
 for prog, func in funcs.items():
     t0 = time.perf_counter()
@@ -147,7 +152,8 @@ print(json.dumps(out))
 
 def _load_in_new_process(cache: str) -> dict[str, Any]:
     env = {**os.environ, "TCPR_CACHE_DIR": cache}
-    res = subprocess.run([sys.executable, "-c", _LOADER, *C.PROGRAMS], capture_output=True,
+    res = subprocess.run([sys.executable, "-c", _LOADER, cache, *C.PROGRAMS],
+                         capture_output=True,
                          text=True, env=env, timeout=300, check=False)
     if res.returncode != 0:
         return {"error": res.stderr.strip().splitlines()[-1:] or ["failed"]}
@@ -186,6 +192,9 @@ def _row_json(r: Row, bw: dict[str, float]) -> dict[str, Any]:
     out: dict[str, Any] = {"case": r.name, "ms": {k: 1e3 * v for k, v in r.times.items()}}
     if t:
         out["vs_numpy"] = r.times["numpy"] / t if "numpy" in r.times else None
+        for other in ("no-fusion", "numba"):
+            if other in r.times:
+                out[f"vs_{other.replace('-', '_')}"] = r.times[other] / t
         if r.bytes:
             out["gbs"] = r.bytes / t / 1e9
             out["roofline"] = out["gbs"] / bw[r.stream]
@@ -195,21 +204,23 @@ def _row_json(r: Row, bw: dict[str, float]) -> dict[str, Any]:
 
 
 def _table(rep: dict[str, Any]) -> str:
-    engines = ["tcp-rules", "numpy", "numexpr", "numba"]
+    engines = ["tcp-rules", "no-fusion", "numpy", "numexpr", "numba"]
     m, bw = rep["machine"], rep["stream_gbs"]
     lines = [f"machine: {m['cpu']} ({m['triple']}), threads={m['threads']}, engines: "
              f"{', '.join(m['engines'])}; medians of {rep['repeats']} runs; "
              f"OPENBLAS_NUM_THREADS={m['OPENBLAS_NUM_THREADS']}",
              f"STREAM-like bandwidth: copy {bw['copy']:.1f} GB/s, triad {bw['triad']:.1f} GB/s",
              "", f"{'case':<34}" + "".join(f"{e:>11}" for e in engines)
-             + f"{'vs numpy':>10}{'roofline':>10}{'GFLOP/s':>9}"]
+             + f"{'vs numpy':>10}{'vs nofuse':>10}{'vs numba':>10}{'roofline':>10}"
+             + f"{'GFLOP/s':>9}"]
     for c in rep["cases"]:
         cells = "".join(f"{c['ms'][e]:>8.2f} ms" if e in c["ms"] else f"{'-':>11}"
                         for e in engines)
-        ratio = f"{c['vs_numpy']:.2f}x" if c.get("vs_numpy") else "-"
+        ratio = "".join(f"{c[k]:>9.2f}x" if c.get(k) else f"{'-':>10}"
+                        for k in ("vs_numpy", "vs_no_fusion", "vs_numba"))
         roof = f"{100 * c['roofline']:.0f}%" if "roofline" in c else "-"
         gf = f"{c['gflops']:.1f}" if "gflops" in c else "-"
-        lines.append(f"{c['case']:<34}{cells}{ratio:>10}{roof:>10}{gf:>9}")
+        lines.append(f"{c['case']:<34}{cells}{ratio}{roof:>10}{gf:>9}")
     comp = rep["compile"]
     lines += ["", f"compile: {comp['kernels']} kernels, median {comp['median_ms']:.1f} ms, "
               f"max {comp['max_ms']:.1f} ms per kernel (empty cache)"]

@@ -1,5 +1,11 @@
 """The benchmark cases: programs (the .tcp files in benchmarks/programs), inputs and the
-competing implementations (NumPy, and numexpr and Numba where installed)."""
+competing implementations (NumPy, and numexpr and Numba where installed).
+
+Programs run as the pipeline runs them: optimized with the standard rule library (fusion rules
+included, symbols sized as the benchmark's inputs), then compiled. The ``no-fusion`` engine is
+the same program optimized without the rules that form kernels (rules/fusion.tcpr and the other
+rules mentioning kernel or load), so every op is a kernel of its own.
+"""
 
 from __future__ import annotations
 
@@ -59,16 +65,38 @@ def program(name: str) -> Func:
     return load_module_file(path).func()
 
 
-def compile_program(name: str, threads: int) -> CompiledFunc:
-    """Compile a benchmark program (from the caches when its kernels were compiled before)."""
-    return compile_func(program(name), threads=threads)
+# The symbol sizes of each program's benchmark inputs (the cost model sizes dims with them).
+SIZES: dict[str, dict[str, int]] = {
+    "fma_relu": {"N": BIG}, "gelu": {"N": BIG}, "sum": {"N": BIG},
+    "bias_relu": {"N": ROWS, "D": COLS}, "softmax": {"N": ROWS, "D": COLS},
+    "layernorm": {"N": ROWS}, "matmul_bias_relu": {"M": 1024, "K": 1024, "N": 1024},
+    "transpose": {"N": 4096, "M": 4096}}
+
+
+@cache
+def optimized(name: str, fusion: bool = True) -> Func:
+    """A benchmark program optimized with the standard library, with or without fusion."""
+    from tcp_rules.extract.cost import RooflineCost, with_sizes
+    from tcp_rules.optimize import OptOptions, optimize
+    from tcp_rules.rules.library import load_standard_library
+    from tcp_rules.rules.sorting import forms_kernels
+
+    rules = [r for r in load_standard_library().rules if fusion or not forms_kernels(r)]
+    cost = with_sizes(RooflineCost(), SIZES.get(name, {}))
+    return optimize(program(name), rules, OptOptions(cost=cost)).func
+
+
+def compile_program(name: str, threads: int, fusion: bool = True) -> CompiledFunc:
+    """Compile a benchmark program as optimized (from the caches when its kernels were
+    compiled before)."""
+    return compile_func(optimized(name, fusion), threads=threads)
 
 
 def compile_kernel_objects(name: str) -> list[float]:
     """Compile each kernel of a program from scratch (IR, O3, codegen) and store it in the disk
     cache; returns the seconds per kernel."""
     out = []
-    for st in lower_func(program(name)).steps:
+    for st in lower_func(optimized(name)).steps:
         key, syms = kernel_symbols(st.kernel)
         t0 = _now()
         obj = jit.optimize_to_object(module_ir(st.kernel, syms[0]),
@@ -140,6 +168,11 @@ def _add(v: Variant, engine: str, lib: object, fn: Callable[[], object]) -> None
         v.engines[engine] = fn
 
 
+def _no_fusion(v: Variant, name: str, threads: int, *args: Any, **kw: Any) -> None:
+    """Add the engine running ``name`` optimized without the kernel-forming rules."""
+    v.engines["no-fusion"] = partial(compile_program(name, threads, fusion=False), *args, **kw)
+
+
 def variants(name: str, threads: int) -> Iterator[Variant]:
     """The rows of case ``name``."""
     ne, nb = _ne(), _nb()
@@ -154,6 +187,7 @@ def variants(name: str, threads: int) -> Iterator[Variant]:
         for label, f in (("relu(a*b+c) 16M (.tcp)", cf), ("relu(a*b+c) 16M (hand-fused)", hand)):
             v = Variant(label, bytes=16 * BIG, stream="triad")
             v.engines["tcp-rules"] = partial(f, a, b, c, out=(out,))
+            _no_fusion(v, "fma_relu", threads, a, b, c, out=(out,))
             v.engines["numpy"] = lambda: np.maximum(a * b + c, 0)
             _add(v, "numexpr", ne, lambda: ne.evaluate("where(a*b+c > 0, a*b+c, 0)",
                                                        local_dict={"a": a, "b": b, "c": c}))
@@ -165,6 +199,7 @@ def variants(name: str, threads: int) -> Iterator[Variant]:
         cf = compile_program("gelu", threads)
         v = Variant("gelu (tanh) 16M", bytes=8 * BIG)
         v.engines["tcp-rules"] = lambda: cf(x, out=(out,))
+        _no_fusion(v, "gelu", threads, x, out=(out,))
         v.engines["numpy"] = lambda: x * 0.5 * (
             np.tanh((x + x * x * x * 0.044715) * 0.7978845608028654) + 1.0)
         _add(v, "numexpr", ne, lambda: ne.evaluate(
@@ -177,6 +212,7 @@ def variants(name: str, threads: int) -> Iterator[Variant]:
         cf = compile_program("bias_relu", threads)
         v = Variant("bias+relu 4096x1024", bytes=8 * ROWS * COLS)
         v.engines["tcp-rules"] = lambda: cf(x, bias, out=(out,))
+        _no_fusion(v, "bias_relu", threads, x, bias, out=(out,))
         v.engines["numpy"] = lambda: np.maximum(x + bias, 0)
         _add(v, "numexpr", ne, lambda: ne.evaluate("where(x+bias > 0, x+bias, 0)",
                                                        local_dict={"x": x, "bias": bias}))
@@ -200,6 +236,7 @@ def variants(name: str, threads: int) -> Iterator[Variant]:
         cf = compile_program("matmul_bias_relu", threads)
         v = Variant("matmul 1024^3 + bias + relu", flops=2.0 * n ** 3, interleave=False)
         v.engines["tcp-rules"] = lambda: cf(a, b, bias, out=(out,))
+        _no_fusion(v, "matmul_bias_relu", threads, a, b, bias, out=(out,))
         v.engines["numpy"] = lambda: np.maximum(a @ b + bias, 0)
         yield v
     elif name == "transpose":
@@ -233,6 +270,8 @@ def _rowwise(name: str, threads: int, nb: dict[str, Callable[..., Any]]) -> Iter
     for label, f in ((f"{name} 4096x1024 (.tcp)", cf), (f"{name} 4096x1024 (hand-fused)", hand)):
         v = Variant(label, bytes=8 * x.size)
         v.engines["tcp-rules"] = partial(f, *args, out=(out,))
+        if f is cf:
+            _no_fusion(v, name, threads, *args, out=(out,))
         v.engines["numpy"] = np_softmax if name == "softmax" else np_layernorm
         _add(v, "numba", nb, lambda: nb[name](*args, out))
         yield v
