@@ -78,8 +78,9 @@ def kernel_costs(func: Func, model: CostModel) -> dict[Value, float]:
         if isinstance(v, Apply):
             node = ENode(v.op, (), v.attrs)
             own[v] = model.node_cost(node, v.type, [o.type for o in v.operands], v.sort)
-    return kernel_totals(func.results, lambda v: v.operands if isinstance(v, Apply) else (),
-                         lambda v: v.sort is Sort.BODY, own.__getitem__)
+    totals = kernel_totals(func.results, lambda v: v.operands if isinstance(v, Apply) else (),
+                           lambda v: v.sort is not Sort.TENSOR, own.__getitem__)
+    return {v: c for v, c in totals.items() if isinstance(v, Apply)}
 
 
 def program_cost(func: Func, model: CostModel) -> float:

@@ -55,7 +55,7 @@ def dag_cost(snap: Snapshot, choice: dict[int, ENode], costs: dict[tuple[int, in
     def own(c: int) -> float:
         return costs[(c, snap.classes[c].nodes.index(choice[c]))]
     return sum(kernel_totals(snap.roots, lambda c: choice[c].children,
-                             lambda c: snap.classes[c].sort is Sort.BODY, own).values())
+                             lambda c: snap.classes[c].sort is not Sort.TENSOR, own).values())
 
 
 def _propagate(snap: Snapshot, improve: Callable[[int, int], bool]) -> None:
@@ -138,7 +138,7 @@ def greedy_dag(snap: Snapshot, model: CostModel) -> Extraction:
         if cid in tensors or cid in bodies:  # the node would use its own class: a cycle
             return False
         work = own + sum(bodies.values())
-        if snap.classes[cid].sort is Sort.BODY:
+        if snap.classes[cid].sort is not Sort.TENSOR:
             entry = _Best(shared + work, {**bodies, cid: own}, tensors, shared)
         else:
             entry = _Best(shared + work, {}, {**tensors, cid: work}, shared + work)

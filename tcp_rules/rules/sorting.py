@@ -84,6 +84,10 @@ def var_sorts(*sides: Pattern) -> dict[str, Sort]:
     roots = [_walk(s, u) for s in sides]
     keyed = [(r, s) for r, s in zip(roots, sides, strict=True) if r is not None]
     for (r, s) in keyed[1:]:
+        mine, first = u.sort(r), u.sort(keyed[0][0])
+        if mine is not None and first is not None and mine is not first:
+            raise SortError(f"the right side is {mine.article} but the left side is "
+                            f"{first.article}: a rule must keep the sort", s.span)
         u.unify(r, keyed[0][0], s.span, "the right side")
     return {n: u.sort(("var", n)) or Sort.TENSOR for n in _vars(sides)}
 

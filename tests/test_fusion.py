@@ -1,0 +1,178 @@
+"""Fusion as rules: kernel terms, sorts, rule families, fusion-aware cost, and kernels end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from codegen.support import tcpr_cache  # noqa: F401
+
+from tcp_rules.diagnostics import Source
+from tcp_rules.elaborate import load_program
+from tcp_rules.extract.cost import RooflineCost
+from tcp_rules.extract.decode import kernel_costs, program_cost
+from tcp_rules.ir import Func
+from tcp_rules.kernels import format_kernels, kernel_infos
+from tcp_rules.optimize import OptOptions, optimize
+from tcp_rules.printer import print_func
+from tcp_rules.rules.library import load_rules, load_standard_library
+from tcp_rules.rules.sorting import forms_kernels
+from tcp_rules.sorts import Sort
+from tcp_rules.verify import verify_files
+from tcp_rules.verify.checker import verify_rule
+
+ROOT = Path(__file__).parent.parent
+EXAMPLES = ["gelu", "softmax", "layernorm", "mlp", "attention"]
+STD = load_standard_library().rules
+OPTS = OptOptions(isolate=False)
+
+
+def func(text: str) -> Func:
+    return load_program(Source("t.tcp", text)).funcs[0]
+
+
+def tcpr(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tcp_rules", *args], capture_output=True,
+                          text=True, timeout=600)
+
+
+def n_ops(f: Func) -> int:
+    return sum(1 for v in f.ops() if v.op.category not in ("constant", "fusion"))
+
+
+# End to end ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_examples_run_as_fewer_kernels_with_reference_results(name: str, tmp_path: Path) -> None:
+    prog = ROOT / "examples" / f"{name}.tcp"
+    sizes = ["--size", "N=37", "--size", "S=19"]
+    out = tcpr("opt", str(prog), "--json", *sizes)
+    assert out.returncode == 0, out.stderr
+    (entry,) = json.loads(out.stdout)["funcs"]
+    original = load_program(Source(str(prog), prog.read_text())).funcs[0]
+    assert 1 <= len(entry["kernels"]) < n_ops(original), entry["kernels"]
+    results = {}
+    for engine in ("compiled", "reference"):
+        path = tmp_path / f"{engine}.npz"
+        run = tcpr("run", str(prog), "--random", *sizes, "--engine", engine, "--out", str(path))
+        assert run.returncode == 0, run.stderr
+        results[engine] = np.load(path)["result0"]
+    np.testing.assert_allclose(results["compiled"], results["reference"], rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("name", ["softmax", "layernorm", "gelu", "mlp"])
+def test_single_kernel_examples(name: str) -> None:
+    original = load_program(Source(name, (ROOT / "examples" / f"{name}.tcp").read_text()))
+    fused = optimize(original.funcs[0], STD, OPTS).func
+    assert len(kernel_infos(fused, RooflineCost())) == 1, print_func(fused)
+
+
+def test_fusion_rules_are_exact_and_verified() -> None:
+    verdicts = verify_files([ROOT / "rules" / "fusion.tcpr"])
+    assert verdicts and all(v.ok for v in verdicts), [v.rule.name for v in verdicts if not v.ok]
+    assert all(v.declared == "exact" for v in verdicts)
+
+
+def test_fused_program_is_never_costlier_than_unfused() -> None:
+    unfused_rules = [r for r in STD if not forms_kernels(r)]
+    for name in EXAMPLES:
+        f = load_program(Source(name, (ROOT / "examples" / f"{name}.tcp").read_text())).funcs[0]
+        with_fusion = optimize(f, STD, OPTS).report.cost_after
+        without = optimize(f, unfused_rules, OPTS).report.cost_after
+        assert with_fusion <= without + 1e-6, name
+
+
+# Kernel terms, sorts and the cost model ----------------------------------------------------------
+
+SOFTMAX_FUSED = """\
+func softmax(x: f32[N, D]) -> f32[N, D] {
+  v0 = load(x)
+  v1 = exp(sub(v0, broadcast(reduce_max(v0, axes=[1]), shape=[N, D], dims=[0])))
+  return kernel(div(v1, broadcast(reduce_sum(v1, axes=[1]), shape=[N, D], dims=[0])))
+}
+"""
+
+
+def test_kernel_terms_round_trip_and_carry_sorts() -> None:
+    f = func(SOFTMAX_FUSED)
+    assert print_func(func(print_func(f))) == print_func(f)
+    sorts = {v.op.name: v.sort for v in f.ops()}
+    assert sorts["load"] is Sort.BODY and sorts["exp"] is Sort.BODY
+    assert sorts["kernel"] is Sort.TENSOR
+
+
+def test_emit_kernels_golden(golden: Callable[[str, str], None]) -> None:
+    text = format_kernels(func(SOFTMAX_FUSED), kernel_infos(func(SOFTMAX_FUSED), RooflineCost()))
+    golden("programs/softmax.kernels", text + "\n")
+
+
+def test_a_body_used_by_two_kernels_is_paid_by_each() -> None:
+    model = RooflineCost()
+    shared = func("""func f(x: f32[N]) -> (f32[N], f32[N]) {
+      e = exp(load(x))
+      return kernel(add(e, 1.0)), kernel(mul(e, 2.0))
+    }""")
+    once = func("""func f(x: f32[N]) -> f32[N] {
+      return kernel(add(exp(load(x)), 1.0))
+    }""")
+    per_kernel = sorted(kernel_costs(shared, model).values())
+    (single,) = kernel_costs(once, model).values()
+    assert per_kernel[0] == pytest.approx(single, rel=1e-6)  # exp counted in each kernel
+    assert program_cost(shared, model) == pytest.approx(sum(per_kernel))
+
+
+def test_a_body_used_twice_in_one_kernel_is_paid_once() -> None:
+    model = RooflineCost()
+    twice = func("func f(x: f32[N]) -> f32[N] { e = exp(load(x)) return kernel(mul(e, e)) }")
+    once = func("func f(x: f32[N]) -> f32[N] { return kernel(mul(exp(load(x)), 2.0)) }")
+    assert program_cost(twice, model) == pytest.approx(program_cost(once, model))
+
+
+def test_a_materialized_intermediate_costs_memory_traffic() -> None:
+    model = RooflineCost()
+    fused = func("func f(x: f32[N]) -> f32[N] { return kernel(neg(exp(load(x)))) }")
+    split = func("func f(x: f32[N]) -> f32[N] { return kernel(neg(load(kernel(exp(load(x)))))) }")
+    extra = program_cost(split, model) - program_cost(fused, model)
+    assert extra == pytest.approx(model.op_ns + 2 * 64 * 4 * model.byte_ns, rel=1e-3)
+
+
+def test_sort_relations_keep_kernel_rules_off_bodies() -> None:
+    # without the sort guard the entry rules would wrap bodies again and never saturate
+    softmax = (ROOT / "examples" / "softmax.tcp").read_text()
+    result = optimize(load_program(Source("s", softmax)).funcs[0], STD, OPTS)
+    assert result.report.phase_stops == ["saturated", "saturated"], result.report.phase_stops
+
+
+def test_default_schedule_runs_kernel_rules_last() -> None:
+    f = func("func f(x: f32[N]) -> f32[N] { return neg(neg(exp(mul(x, x)))) }")
+    result = optimize(f, STD, OPTS)
+    phases = {it["phase"] for it in result.report.iterations}
+    assert phases == {0, 1}
+    out = print_func(result.func)  # neg-neg folded first, then exp and mul fused
+    assert "neg" not in out and out.count("kernel(") == 1, out
+
+
+# Rule families -----------------------------------------------------------------------------------
+
+def test_family_expands_per_op_and_carries_attributes(tmp_path: Path) -> None:
+    path = tmp_path / "fam.tcpr"
+    path.write_text("rule k for f in [exp, clamp]: f(x) => kernel(f(load(x)))\n"
+                    "  example (x: f32[2]): f(x) => kernel(f(load(x)))\n")
+    rules = {r.name: r for r in load_rules([path]).rules}
+    assert set(rules) == {"k.exp", "k.clamp"}
+    assert rules["k.exp"].examples and not rules["k.clamp"].examples  # clamp needs its bounds
+    assert dict(rules["k.clamp"].attr_vars).keys() == {"f_min", "f_max"}
+    verdict = verify_rule(rules["k.clamp"])  # the bounds are carried over, or this fails
+    assert verdict.satisfies == "exact" and verdict.checked > 0
+
+
+def test_family_over_an_op_class(tmp_path: Path) -> None:
+    path = tmp_path / "fam.tcpr"
+    path.write_text("rule k for f in compare: f(x, y) => kernel(f(load(x), load(y)))\n")
+    names = sorted(r.name for r in load_rules([path]).rules)
+    assert names == [f"k.{op}" for op in sorted(["eq", "ne", "lt", "le", "gt", "ge"])]
