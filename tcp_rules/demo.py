@@ -1,5 +1,6 @@
 """The main job (``make demo`` / ``tcpr demo``): each bundled example optimized with the
-standard rule library, compiled to native kernels, run, and checked against the reference."""
+standard rule library (fusion included), compiled to native kernels, run, and checked against
+the reference."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tcp_rules.egraph.saturate import Limits
+from tcp_rules.extract.cost import RooflineCost
 from tcp_rules.inputs import random_inputs
+from tcp_rules.kernels import kernel_infos
 from tcp_rules.optimize import OptOptions
 from tcp_rules.pipeline import load_module_file, optimize_func, run_func
 from tcp_rules.printer import format_type, print_func
@@ -20,7 +22,7 @@ from tcp_rules.rules.library import RuleLibrary, load_standard_library
 def _demo_one(path: Path, lib: RuleLibrary, sizes: dict[str, int], seed: int) -> str:
     """Optimize one example, compile the result, run it, and check it against the reference."""
     func = load_module_file(path).funcs[0]
-    result = optimize_func(func, lib.rules, OptOptions(limits=Limits(seconds=5.0)))
+    result = optimize_func(func, lib.rules, OptOptions())
     inputs = random_inputs(func, sizes, default_size=64, seed=seed)
     expected = run_func(func, inputs, "reference")
     start = time.perf_counter()
@@ -32,6 +34,8 @@ def _demo_one(path: Path, lib: RuleLibrary, sizes: dict[str, int], seed: int) ->
     shapes = ", ".join(f"{p.param}{list(a.shape)}" for p, a in zip(func.params, inputs,
                                                                    strict=True))
     r = result.report
+    kernels = kernel_infos(result.func, RooflineCost())
+    n_ops = sum(1 for v in func.ops() if v.op.category != "constant")
     lines = [f"== {path.name}: func {func.name}, inputs {shapes}",
              f"  optimized in {r.seconds:.2f} s: {r.stop_reason} after {len(r.iterations)} "
              f"iterations, {r.iterations[-1]['enodes'] if r.iterations else 0} e-nodes, "
@@ -39,6 +43,8 @@ def _demo_one(path: Path, lib: RuleLibrary, sizes: dict[str, int], seed: int) ->
              f"{r.cost_before:.6g} -> {r.cost_after:.6g}"
              + (" (original kept)" if r.kept_original else ""),
              *(f"  | {line}" for line in print_func(result.func).splitlines()),
+             f"  kernels: {len(kernels)} for {n_ops} ops of the original program",
+             *(f"    {k.name}: {', '.join(k.ops)}" for k in kernels),
              f"  compiled: first run {first * 1e3:.1f} ms (compile or cache load included), "
              f"then {again * 1e3:.2f} ms"]
     for i, (a, b) in enumerate(zip(expected, got, strict=True)):

@@ -39,6 +39,7 @@ from tcp_rules.printer import print_func
 from tcp_rules.rules.model import Rule
 
 GRACE = 0.05  # the child is killed at the time limit plus this fraction (+10% in all)
+PROGRESS_EVERY = 0.25  # of the time limit: how often a fallback program is extracted
 PROGRESS_DAG_LIMIT = 4000  # e-nodes up to which the per-iteration fallback uses greedy DAG
 
 
@@ -104,15 +105,22 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
     chosen = select_rules(rules, options.allow)
     best = func
 
+    last = [start]
+    progress_every = PROGRESS_EVERY * options.limits.seconds
+
     def on_iteration(sat: Saturation) -> None:
         it = sat.iterations[-1]
         report.iterations.append({"index": it.index, "phase": it.phase, "enodes": it.enodes,
                                   "eclasses": it.eclasses, "seconds": round(it.seconds, 6)})
         for k, v in it.matches.items():
             report.matches[k] = report.matches.get(k, 0) + v
-        if progress is not None:  # the best program so far, should the deadline strike
-            # (greedy DAG extraction grows quadratically; past a few thousand e-nodes the
+        now = time.perf_counter()
+        if progress is not None and (it.phase_end or now - last[0] >= progress_every):
+            # the best program so far, should the deadline strike: at the end of each phase
+            # and now and then (extraction costs more than an iteration on large e-graphs;
+            # greedy DAG extraction grows quadratically, so past a few thousand e-nodes the
             # fallback is extracted as a tree, which is linear)
+            last[0] = now
             quick = "dag" if it.enodes <= PROGRESS_DAG_LIMIT else "tree"
             out, cost, _ = _extract(sat, func, options, quick)
             progress({"iteration": report.iterations[-1], "matches": dict(report.matches),

@@ -1,4 +1,4 @@
-"""Fusion as rules: kernel terms, sorts, rule families, fusion-aware cost, and kernels end to end."""
+"""Fusion as rules: kernel terms, sorts, rule families, fusion-aware cost, kernels end to end."""
 
 from __future__ import annotations
 

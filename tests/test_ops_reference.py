@@ -408,6 +408,8 @@ CASES: list[Case] = [
     C("load", "i32 extremes", i32(I32_MIN, I32_MAX), expect=i32(I32_MIN, I32_MAX)),
     C("kernel", "f32 specials", f32(-0.0, NAN, -INF), expect=f32(-0.0, NAN, -INF)),
     C("kernel", "i1", np.array([True, False]), expect=np.array([True, False])),
+    C("load_matmul", "as matmul", np.array([[1.0, 2.0]], np.float32),
+      np.array([[3.0], [-0.5]], np.float32), expect=np.array([[2.0]], np.float32)),
 ]
 
 COVERED_OPS = frozenset(c.op for c in CASES)

@@ -53,6 +53,7 @@ class IterationStats:
     seconds: float
     matches: dict[str, int]
     phase: int = 0
+    phase_end: bool = False  # the last iteration of its phase
 
 
 @dataclass
@@ -246,18 +247,19 @@ def saturate(sat: Saturation, limits: Limits, deadline: float | None = None,
 def _run_phase(sat: Saturation, phase: int, limits: Limits, deadline: float,
                on_iteration: Callable[[Saturation], None] | None) -> str:
     base = sat.iterations[-1].enodes if sat.iterations else 0
-    for _ in range(limits.iterations):
+    for i in range(limits.iterations):
         if time.perf_counter() >= deadline:
             return "time limit"
         t0 = time.perf_counter()
         changed, matches = step(sat, phase)
         enodes, eclasses = sizes(sat.egraph)
+        stop = ("saturated" if not changed else "node limit" if enodes - base >= limits.nodes
+                else "iteration limit" if i == limits.iterations - 1 else None)
         sat.iterations.append(IterationStats(len(sat.iterations) + 1, enodes, eclasses,
-                                             time.perf_counter() - t0, matches, phase))
+                                             time.perf_counter() - t0, matches, phase,
+                                             stop is not None))
         if on_iteration is not None:
             on_iteration(sat)
-        if not changed:
-            return "saturated"
-        if enodes - base >= limits.nodes:
-            return "node limit"
+        if stop is not None:
+            return stop
     return "iteration limit"
