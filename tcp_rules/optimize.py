@@ -114,8 +114,12 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
                                   "eclasses": it.eclasses, "seconds": round(it.seconds, 6)})
         for k, v in it.matches.items():
             report.matches[k] = report.matches.get(k, 0) + v
+        if progress is None:
+            return
+        message = {"iteration": report.iterations[-1], "matches": dict(report.matches),
+                   "program": None, "cost": report.cost_before}
         now = time.perf_counter()
-        if progress is not None and (it.phase_end or now - last[0] >= progress_every):
+        if it.phase_end or now - last[0] >= progress_every:
             # the best program so far, should the deadline strike: at the end of each phase
             # and now and then (extraction costs more than an iteration on large e-graphs;
             # greedy DAG extraction grows quadratically, so past a few thousand e-nodes the
@@ -123,9 +127,9 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
             last[0] = now
             quick = "dag" if it.enodes <= PROGRESS_DAG_LIMIT else "tree"
             out, cost, _ = _extract(sat, func, options, quick)
-            progress({"iteration": report.iterations[-1], "matches": dict(report.matches),
-                      "program": print_func(out) if cost < report.cost_before else None,
-                      "cost": min(cost, report.cost_before)})
+            if cost < report.cost_before:
+                message["program"], message["cost"] = print_func(out), cost
+        progress(message)
 
     try:
         sat = load(func, chosen, options.schedule)

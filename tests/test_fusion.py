@@ -11,11 +11,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 from codegen.support import tcpr_cache  # noqa: F401
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_codegen_structure import programs
 
+from tcp_rules.codegen.runtime import compile_func
 from tcp_rules.diagnostics import Source
+from tcp_rules.egraph.saturate import Limits
 from tcp_rules.elaborate import load_program
 from tcp_rules.extract.cost import RooflineCost
 from tcp_rules.extract.decode import kernel_costs, program_cost
+from tcp_rules.interpret import evaluate
 from tcp_rules.ir import Func
 from tcp_rules.kernels import format_kernels, kernel_infos
 from tcp_rules.optimize import OptOptions, optimize
@@ -176,3 +182,16 @@ def test_family_over_an_op_class(tmp_path: Path) -> None:
     path.write_text("rule k for f in compare: f(x, y) => kernel(f(load(x), load(y)))\n")
     names = sorted(r.name for r in load_rules([path]).rules)
     assert names == [f"k.{op}" for op in sorted(["eq", "ne", "lt", "le", "gt", "ge"])]
+
+
+# Random programs: fused by the rules, compiled, equal to the reference -------------------------
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs(), st.integers(1, 5), st.integers(1, 6))
+def test_random_programs_fused_by_rules_keep_their_meaning(f: Func, n: int, m: int) -> None:
+    fused = optimize(f, STD, OptOptions(isolate=False, limits=Limits(seconds=20))).func
+    rng = np.random.default_rng(n * 7 + m)
+    xs = [(rng.standard_normal(s) * 3).astype(np.float32) for s in ((n, m), (m,), (n,))]
+    got = compile_func(fused)(*xs)
+    for g, r in zip(got, evaluate(f, xs), strict=True):
+        np.testing.assert_array_equal(g, r)  # exact ops only: the same values (+-0 aside)
