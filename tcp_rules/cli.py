@@ -304,6 +304,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.suite == "verifier":
         print(verifier_suite(args.json))
         return 0
+    if args.suite == "cost":
+        from tcp_rules.costfit import cost_suite  # imports scipy.optimize: only when asked
+
+        print(cost_suite(args.json, args.repeats, threads=args.threads))
+        return 0
     if os.environ.get("OPENBLAS_NUM_THREADS") != str(args.threads):
         # OpenBLAS reads its thread count when NumPy loads; set later it runs ~30% slower
         env = {**os.environ, "OPENBLAS_NUM_THREADS": str(args.threads)}
@@ -369,7 +374,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="benchmarks: compiled code against NumPy and others")
     p.add_argument("cases", nargs="*", help="codegen cases to run (default: all)")
-    p.add_argument("--suite", choices=("codegen", "optimizer", "verifier"), default="codegen")
+    p.add_argument("--suite", choices=("codegen", "optimizer", "verifier", "cost"),
+                   default="codegen")
     p.add_argument("--repeats", type=int, default=7, help="timed runs per engine (median)")
     p.add_argument("--threads", type=int, default=1, help="threads for every engine")
     p.add_argument("--json", action="store_true")

@@ -52,10 +52,11 @@ class RooflineCost:
 
     default_size: int = 64  # what a symbolic dim counts as, unless ``sizes`` binds it
     sizes: tuple[tuple[str, int], ...] = ()  # symbol bindings known from the inputs
-    flop_ns: float = 0.125  # elementwise and reduction flops: 8 per ns
-    matmul_flop_ns: float = 0.01  # a packed, register-blocked matmul: ~100 GFLOP/s
-    byte_ns: float = 0.06  # ~17 GB/s
-    op_ns: float = 50.0  # per kernel: a call and the start of a pass over memory
+    # Fitted to kernel times on one thread (docs/fusion.md, ``tcpr bench --suite cost``):
+    flop_ns: float = 0.03  # elementwise and reduction flops: ~33 per ns, vectorized
+    matmul_flop_ns: float = 0.011  # a packed, register-blocked matmul: ~90 GFLOP/s
+    byte_ns: float = 0.016  # ~60 GB/s: data in cache; from DRAM it is ~3x slower
+    op_ns: float = 4500.0  # per kernel: its dispatch from Python (buffer pointers, ctypes call)
 
     def shape(self, t: TensorType) -> tuple[int, ...]:
         known = dict(self.sizes)
