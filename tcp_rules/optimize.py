@@ -116,8 +116,9 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
             report.matches[k] = report.matches.get(k, 0) + v
         if progress is None:
             return
-        message = {"iteration": report.iterations[-1], "matches": dict(report.matches),
-                   "program": None, "cost": report.cost_before}
+        message: dict[str, Any] = {"iteration": report.iterations[-1],
+                                   "matches": dict(report.matches), "program": None,
+                                   "cost": report.cost_before}
         now = time.perf_counter()
         if it.phase_end or now - last[0] >= progress_every:
             # the best program so far, should the deadline strike: at the end of each phase
