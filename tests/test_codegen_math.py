@@ -13,13 +13,14 @@ from codegen.support import tcpr_cache, unary  # noqa: F401
 
 from tcp_rules.codegen import compile_func, jit
 from tcp_rules.codegen.lower import lower_func
-from tcp_rules.codegen.mathlib import ULP_BOUNDS
+from tcp_rules.codegen.mathlib import TRIG_BOUND, ULP_BOUNDS
 from tcp_rules.codegen.runtime import module_ir
 from tcp_rules.types import DType
 
 F32_MAX = float(np.finfo(np.float32).max)
 TRUTH = {"exp": np.exp, "atan": np.arctan, "log": np.log, "tanh": np.tanh, "erf": scipy.special.erf,
-         "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x))}
+         "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)), "sin": np.sin, "cos": np.cos}
+TRIG_RANGES = [(-10, 10), (-1000, 1000), (-TRIG_BOUND, TRIG_BOUND), (-1e6, 1e6), (-3e38, 3e38)]
 RANGES = {
     "exp": [(-104, 89), (-1, 1), (-88, -80), (-104, -87)],
     "log": [(0, 10), (0.5, 2), (0, 1e-37), (1, 3e38)],
@@ -27,6 +28,8 @@ RANGES = {
     "sigmoid": [(-88, 100), (-20, 20), (-3, 3)],
     "erf": [(-5, 5), (-1, 1), (0.85, 0.95), (-1e-3, 1e-3)],
     "atan": [(-10, 10), (0.3, 0.5), (2, 3), (-1e30, 1e30)],
+    "sin": TRIG_RANGES,
+    "cos": TRIG_RANGES,
 }
 
 
@@ -54,9 +57,45 @@ def test_ulp_bound(op: str) -> None:
     assert worst <= ULP_BOUNDS[op], f"{op}: {worst:.3f} ulp > stated {ULP_BOUNDS[op]}"
 
 
+@pytest.mark.parametrize("op", ["sin", "cos"])
+def test_trig_edges(op: str) -> None:
+    """Signed zeros, denormals, infinities, NaN, the worst cases of exhaustive sweeps below
+    TRIG_BOUND and arguments far beyond it (libm's lanes), alone and mixed into vectors."""
+    tiny = np.float32(1e-45)
+    edges = np.array([0.0, -0.0, tiny, -tiny, 1e-40, -3e-39, 1e-20, np.inf, -np.inf, np.nan,
+                      TRIG_BOUND, np.nextafter(np.float32(TRIG_BOUND), np.float32(np.inf)),
+                      -TRIG_BOUND, 1e5, -1e5, 1e20, -1e20, 3.4e38, -3.4e38, 2.0**24 + 2,
+                      3.6474915, 1.3185496, 463098.9, 506498.3, 931878.1, 8.5e37],
+                     dtype=np.float32)
+    rng = np.random.default_rng(7)
+    mixed = rng.uniform(-4, 4, 4096).astype(np.float32)
+    at = rng.choice(4096, 40, replace=False)
+    mixed[at] = rng.choice(edges, 40)
+    x = np.concatenate([edges, mixed])
+    (got,) = compile_func(unary(op, DType.F32))(x)
+    with np.errstate(invalid="ignore"):
+        ref = getattr(np, op)(x)
+    nan = np.isnan(ref)
+    assert (np.isnan(got) == nan).all(), x[np.isnan(got) != nan]
+    assert (np.signbit(got[ref == 0]) == np.signbit(ref[ref == 0])).all()
+    err = ulp_error(got[~nan], TRUTH[op](x[~nan].astype(np.float64)))
+    assert err.max() <= ULP_BOUNDS[op], f"{op}: {err.max():.3f} ulp at {x[~nan][err.argmax()]!r}"
+
+
+def _kernel_ir(opt: str) -> str:
+    """The kernel function @f of optimized module text (helper functions left out)."""
+    start = opt.index("define void @f(")
+    return opt[start:opt.index("\n}\n", start)]
+
+
 @pytest.mark.parametrize("op", sorted(ULP_BOUNDS))
 def test_polynomials_vectorize(op: str) -> None:
-    """No libm call is left in the loop: the optimized kernel works on vectors."""
+    """No libm call is left in the loop: the optimized kernel works on vectors. (sin and cos
+    call their own vector functions, which reach libm only for lanes beyond TRIG_BOUND.)"""
     opt = jit.optimized_ir(module_ir(lower_func(unary(op, DType.F32)).steps[0].kernel, "f"))
-    assert "x float>" in opt
-    assert not any(f"@{c}f(" in opt for c in ("exp", "log", "tanh", "erf", "atan"))
+    kernel = _kernel_ir(opt)
+    assert "x float>" in kernel
+    assert not any(f"@{c}f(" in kernel for c in ("exp", "log", "tanh", "erf", "atan", "sin",
+                                                  "cos"))
+    if op in ("sin", "cos"):
+        assert f"x float> @__tcpr_{op}f_v" in kernel

@@ -73,7 +73,7 @@ def _rsqrt(e: IR, a: Sequence[ir.Value], dt: Sequence[DType], at: Mapping[str, A
 for _op, _fn in mathlib.MATH.items():
     LOWERINGS[_op] = (lambda fn: lambda e, a, dt, at, out: fn(e, a[0]))(_fn)
 
-_LIBM = {"sin": "sin", "cos": "cos", "pow": "pow", "atan2": "atan2"}
+_LIBM = {"pow": "pow", "atan2": "atan2"}
 
 for _op, _c in _LIBM.items():
     LOWERINGS[_op] = (lambda c: lambda e, a, dt, at, out: e.libm(

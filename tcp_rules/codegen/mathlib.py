@@ -1,28 +1,37 @@
-"""Vectorizable f32 exp, log, tanh, sigmoid, erf and atan written in LLVM IR (no libm calls).
+"""Vectorizable f32 exp, log, tanh, sigmoid, erf, atan, sin and cos written in LLVM IR.
 
 Branch-free (selects only), so LLVM's loop vectorizer turns them into AVX code; libm calls would
-stay scalar. f64 versions call libm (accurate, scalar), as do sin, cos, pow and atan2 in both
-widths (a vectorizable sin/cos needs a Payne-Hanek reduction for large arguments: not done).
-Every function returns NaN for NaN and keeps the reference's infinities, zeros
-(``tanh(-0.0) == -0.0``, ``erf(-0.0) == -0.0``) and underflow to denormals/zero.
+stay scalar. f64 versions call libm (accurate, scalar), as do pow and atan2 in both widths.
+sin and cos take libm only for |x| > TRIG_BOUND, where their f32 reduction stops being exact:
+the test for such lanes is made once per vector inside an internal function that the loop
+vectorizer calls (see the sin/cos section). Every function returns NaN for NaN and keeps the
+reference's infinities, zeros (``tanh(-0.0) == -0.0``, ``sin(-0.0) == -0.0``) and underflow.
 
-Accuracy against a float64 reference, in f32 ulps of the true value (2**21 random samples per
-range, ranges covering overflow/underflow edges, denormals and the polynomial seams; numbers from
-``tests/test_codegen_math.py``, which asserts the bounds in ``ULP_BOUNDS``):
+Accuracy against a float64 reference, in f32 ulps of the true value: "measured" is the maximum
+over every f32 input (exhaustive sweeps; sin/cos up to TRIG_BOUND, libm beyond) where marked *,
+else over 2**19 random samples per range as in ``tests/test_codegen_math.py``, which asserts the
+bounds in ``ULP_BOUNDS`` on ranges covering overflow/underflow edges, denormals and the seams.
 
 ========  ========  =====  ================================================================
 function  measured  bound  method
 ========  ========  =====  ================================================================
 exp       1.00      1.5    Cody-Waite reduction by ln 2, degree-5 Cephes polynomial, 2**n
                            applied in two steps so denormal results round once
-log       0.80      1.0    mantissa in [sqrt(1/2), sqrt(2)), degree-8 Cephes polynomial
-tanh      1.32      1.5    |x| < 0.625: odd polynomial (Cephes); else 1 - 2 / (exp(2|x|) + 1)
+log       0.91*     1.0    x = 2**n (1 + f), f in [-1/3, 1/3) by subtracting 2/3's bits (no
+                           compare); log1p(f) = f + f*f*Q(f), Q of degree 8 fitted (Lawson)
+tanh      1.32*     1.5    |x| < 0.625: odd polynomial (Cephes); else 1 - 2 / (exp(2|x|) + 1)
+                           with a lean exp (|x| clamped to 10, one-part ln2, 2**n by a shift);
+                           one Horner chain with blended coefficients serves both polynomials
 sigmoid   2.47      3.0    1 / (1 + exp(-x)), the reference's formula; for x < -88.7 exp(-x)
                            overflows and the result is 0, exactly as in the reference
-erf       1.15      1.5    |x| < 0.9: x + x * Q(x**2), degree 6; else 1 - exp(P(|x|)) with P
-                           (degree 8) fitted to log(erfc) by weighted least squares (Lawson)
+erf       1.19*     1.5    |x| < 1: x + x * Q(x**2), degree 6; else 1 - exp(T(|x|)), T of
+                           degree 6 fitted to log(erfc) for absolute error; one blended
+                           Horner chain, then a 4-term exp (erfc <= 0.16 is damped)
 atan      2.05      2.5    reduction to |t| <= tan(pi/8) (Cephes), t + t*z*P(z) with P
                            (degree 4) fitted like erf's; pi/2 and pi/4 in two parts
+sin, cos  1.56*     1.6    reduction by pi/2 in three f32 parts with FMAs (exact enough up
+                           to TRIG_BOUND = 2**19), Cephes polynomials on |r| <= pi/4,
+                           quadrant by selects and a sign xor; libm beyond the bound
 ========  ========  =====  ================================================================
 """
 
@@ -30,26 +39,36 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from tcp_rules.codegen.irbase import F32, I32, IR, element, like
+from tcp_rules.codegen.irbase import F32, I1, I32, IR, PTR, element, like
 
-ULP_BOUNDS = {"exp": 1.5, "log": 1.0, "tanh": 1.5, "sigmoid": 3.0, "erf": 1.5, "atan": 2.5}
+ULP_BOUNDS = {"exp": 1.5, "log": 1.0, "tanh": 1.5, "sigmoid": 3.0, "erf": 1.5, "atan": 2.5,
+              "sin": 1.6, "cos": 1.6}
 
 _LOG2E = 1.44269504088896341
 _LN2_HI, _LN2_LO = 0.693359375, -2.12194440e-4  # Cody-Waite split: n * hi is exact
+_SHIFT = 12582912.0  # 1.5 * 2**23: adding it rounds to an integer, kept in the low mantissa bits
 _EXP_P = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
           1.6666665459e-1, 5.0000001201e-1)
-_LOG_P = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
-          1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
-          3.3333331174e-1)
+# e**r = 1 + r + r*r*P(r) on |r| <= ln2/2, relative error 2**-28.3 (5 terms) and 2**-23.2 (4)
+_EXP5 = (0.0013814520789310336, 0.008368742652237415, 0.04166838899254799, 0.1666652113199234,
+         0.4999999403953552)
+_EXP4 = (0.008312481455504894, 0.041890304535627365, 0.16667115688323975, 0.499992311000824)
+# log(1 + f) = f + f*f*Q(f) on [-1/3, 1/3], relative error 2**-27.7
+_LOG_Q = (-0.12948919832706451, 0.1400471180677414, -0.1216716468334198, 0.14001169800758362,
+          -0.16682304441928864, 0.20010747015476227, -0.24999716877937317, 0.3333320915699005,
+          -0.5)
+_LOG_OFF = 0x3F2AAAAB  # bits of 2/3: x = 2**n * (1 + f) with 1 + f in [2/3, 4/3)
 _TANH_P = (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
            -3.33332819422e-1)
-# erf(x) = x + x * Q(x**2): 2/sqrt(pi) - 1 is stored instead of 2/sqrt(pi), which f32 rounds
-# by half an ulp.
-_ERF_SMALL = (8.53883902891539e-05, -0.0008181927260011435, 0.005204435903578997,
-              -0.026860753074288368, 0.11283719539642334, -0.37612634897232056,
+# erf(x) = x + x * Q(x**2) on [0, 1] (relative error 2**-29.6; 2/sqrt(pi) - 1 is stored, as
+# f32 rounds 2/sqrt(pi) by half an ulp); erf(x) = 1 - exp(T(x)) on [1, 3.93] with T fitted to
+# log(erfc) for absolute error 2**-29.9 in erfc.
+_ERF_SMALL = (7.853831630200148e-05, -0.0008010185556486249, 0.005188326817005873,
+              -0.026853810995817184, 0.1128358542919159, -0.3761262595653534,
               0.12837916612625122)
-_ERF_LOG_ERFC = (1.6024885e-06, -4.535455e-05, 0.0005907149, -0.0047302805, 0.026335536,
-                 -0.10992517, -0.6319953, -1.1301315, 0.00029427366)
+_ERF_TAIL = (0.00018557504517957568, -0.002939617959782481, 0.02180536277592182,
+             -0.10303746163845062, -0.6382255554199219, -1.127040147781372,
+             -0.00035370088880881667)
 
 
 def _is_f32(x: ir.Value) -> bool:
@@ -94,25 +113,52 @@ def log(e: IR, x: ir.Value) -> ir.Value:
     # Denormals: scale into the normal range first.
     den = b.fcmp_ordered("<", x, c(1.1754943508222875e-38))
     xs = b.select(den, b.fmul(x, c(8388608.0)), x)
-    bits = b.bitcast(xs, it)
-    ex = b.sub(b.lshr(bits, ci(23)), ci(127))
-    ex = b.select(den, b.sub(ex, ci(23)), ex)
-    m = b.bitcast(b.or_(b.and_(bits, ci(0x007FFFFF)), ci(0x3F800000)), ty)  # [1, 2)
-    big = b.fcmp_ordered(">", m, c(1.4142135623730951))
-    m = b.select(big, b.fmul(m, c(0.5)), m)
-    ex = b.select(big, b.add(ex, ci(1)), ex)
-    fe = b.sitofp(ex, ty)
-    f = b.fsub(m, c(1.0))
-    z = b.fmul(f, f)
-    y = b.fmul(b.fmul(f, z), e.poly(f, _LOG_P))
-    y = e.fma(fe, c(_LN2_LO), y)
-    y = e.fma(z, c(-0.5), y)
-    out = e.fma(fe, c(_LN2_HI), b.fadd(f, y))
-    # Special values: log(0) = -inf, log(x<0) = NaN, log(inf) = inf, NaN stays NaN.
-    out = e.fsel("==", x, c(float("inf")), x, out)
-    out = e.fsel("==", x, c(0.0), c(float("-inf")), out)
-    out = e.fsel("<", x, c(0.0), c(float("nan")), out)
-    return b.select(e.isnan(x), x, out)
+    # Subtracting 2/3's bits splits x into 2**n * (1 + f), f in [-1/3, 1/3): no compare needed.
+    u = b.sub(b.bitcast(xs, it), ci(_LOG_OFF))
+    n = b.sitofp(b.sub(b.ashr(u, ci(23)), b.select(den, ci(23), ci(0))), ty)
+    f = b.fsub(b.bitcast(b.add(b.and_(u, ci(0x007FFFFF)), ci(_LOG_OFF)), ty), c(1.0))
+    y = e.fma(b.fmul(f, f), e.poly(f, _LOG_Q), b.fmul(n, c(_LN2_LO)))
+    out = e.fma(n, c(_LN2_HI), b.fadd(f, y))
+    # Special values: log(+-0) = -inf, log(x<0) = NaN, log(inf) = inf, NaN stays NaN.
+    ok = b.icmp_unsigned("<", b.sub(b.bitcast(x, it), ci(1)), ci(0x7F7FFFFF))  # 0 < x < inf
+    special = e.fsel("<", x, c(0.0), c(float("nan")), x)
+    special = e.fsel("==", x, c(0.0), c(float("-inf")), special)
+    return b.select(ok, out, special)
+
+
+def _exp_reduce(e: IR, y: ir.Value, split: bool = True) -> tuple[ir.Value, ir.Value]:
+    """(k, r) with y = n ln2 + r, |r| <= ln2/2, and n held in k's low bits (see :func:`_pow2`).
+
+    Valid for |y| < 80 (callers clamp; results never denormal). One-part ln2 (``split=False``)
+    costs |n| * 2**-29 of relative error: fine where the result is damped or |n| small.
+    """
+    b, ty = e.b, y.type
+    c = lambda v: e.const(ty, v)  # noqa: E731
+    k = e.fma(y, c(_LOG2E), c(_SHIFT))
+    n = b.fsub(k, c(_SHIFT))
+    if not split:
+        return k, e.fma(n, c(-0.6931471805599453), y)
+    return k, e.fma(n, c(-_LN2_LO), e.fma(n, c(-_LN2_HI), y))
+
+
+def _pow2(e: IR, k: ir.Value) -> ir.Value:
+    """2**n for the n in k's low bits: shifted into the exponent, no float-to-int conversion."""
+    it = _ints(e, k)
+    bits = e.b.add(e.b.shl(e.b.bitcast(k, it), e.const(it, 23)), e.const(it, 0x3F800000))
+    return e.b.bitcast(bits, k.type)
+
+
+def _poly_sel(e: IR, x: ir.Value, cond: ir.Value, c_true: tuple[float, ...],
+              c_false: tuple[float, ...]) -> ir.Value:
+    """Horner's rule with each coefficient picked by ``cond``: two polynomials (in different
+    variables, chosen by the caller) for one chain of multiply-adds. Short lists get zeros."""
+    n = max(len(c_true), len(c_false))
+    ct, cf = (0.0,) * (n - len(c_true)) + c_true, (0.0,) * (n - len(c_false)) + c_false
+    coef = lambda i: e.b.select(cond, e.const(x.type, ct[i]), e.const(x.type, cf[i]))  # noqa: E731
+    acc = coef(0)
+    for i in range(1, n):
+        acc = e.fma(acc, x, coef(i))
+    return acc
 
 
 def tanh(e: IR, x: ir.Value) -> ir.Value:
@@ -121,12 +167,17 @@ def tanh(e: IR, x: ir.Value) -> ir.Value:
         return e.libm("tanh", [x])
     b, ty = e.b, x.type
     c = lambda v: e.const(ty, v)  # noqa: E731
-    z = b.fmul(x, x)
-    small = e.copysign(e.fma(b.fmul(e.poly(z, _TANH_P), z), x, x), x)  # keeps -0.0
     ax = e.fabs(x)
-    ex = exp(e, b.fmul(ax, c(2.0)))
-    large = e.copysign(b.fsub(c(1.0), b.fdiv(c(2.0), b.fadd(ex, c(1.0)))), x)
-    return b.select(b.fcmp_ordered("<", ax, c(0.625)), small, large)
+    small = b.fcmp_unordered("<", ax, c(0.625))  # NaN takes the small path and stays NaN
+    # |x| >= 0.625: 1 - 2 / (e**2|x| + 1), which damps exp's error (so one-part ln2 will do);
+    # tanh(x) rounds to 1 beyond 9.01 (clamp to 10).
+    k, r = _exp_reduce(e, b.fmul(e.fsel(">", ax, c(10.0), c(10.0), ax), c(2.0)), split=False)
+    z = b.fmul(x, x)
+    v = _poly_sel(e, b.select(small, z, r), small, _TANH_P, _EXP5)
+    s = _pow2(e, k)
+    ex = e.fma(s, e.fma(b.fmul(r, r), v, r), s)
+    large = b.fsub(c(1.0), b.fdiv(c(2.0), b.fadd(ex, c(1.0))))
+    return e.copysign(b.select(small, e.fma(b.fmul(v, z), ax, ax), large), x)  # keeps -0.0
 
 
 def sigmoid(e: IR, x: ir.Value) -> ir.Value:
@@ -136,17 +187,22 @@ def sigmoid(e: IR, x: ir.Value) -> ir.Value:
 
 
 def erf(e: IR, x: ir.Value) -> ir.Value:
-    """The error function (f32 polynomials; libm ``erf`` for f64)."""
+    """The error function (f32 polynomials and exp; libm ``erf`` for f64)."""
     if not _is_f32(x):
         return e.libm("erf", [x])
     b, ty = e.b, x.type
     c = lambda v: e.const(ty, v)  # noqa: E731
-    small = e.fma(x, e.poly(b.fmul(x, x), _ERF_SMALL), x)
-    # erf saturates to 1 in f32 beyond 3.92; clamping also maps inf (and keeps NaN).
-    t = e.intrinsic("minnum", [e.fabs(x), c(4.0)])
-    t = b.select(e.isnan(x), x, t)
-    large = e.copysign(b.fsub(c(1.0), exp(e, e.poly(t, _ERF_LOG_ERFC))), x)
-    return b.select(b.fcmp_ordered("<", e.fabs(x), c(0.9)), small, large)
+    ax = e.fabs(x)
+    small = b.fcmp_unordered("<", ax, c(1.0))  # NaN takes the small path and stays NaN
+    # erf saturates to 1 in f32 beyond 3.92; clamping also maps inf.
+    t = e.fsel(">", ax, c(3.93), c(3.93), ax)
+    v = _poly_sel(e, b.select(small, b.fmul(x, x), t), small, _ERF_SMALL, _ERF_TAIL)
+    # erfc = exp(v) <= 0.16 enters 1 - erfc damped: a 4-term exp and one-part ln2 suffice.
+    k, r = _exp_reduce(e, v, split=False)
+    s = _pow2(e, k)
+    erfc = e.fma(s, e.fma(b.fmul(r, r), e.poly(r, _EXP4), r), s)
+    large = e.copysign(b.fsub(c(1.0), erfc), x)
+    return b.select(small, e.fma(x, v, x), large)
 
 
 # atan(t) = t + t * z * P(z), z = t**2 <= tan(pi/8)**2; P fitted like erf's (Lawson).
@@ -174,4 +230,107 @@ def atan(e: IR, x: ir.Value) -> ir.Value:
     return e.copysign(b.fadd(base, b.fadd(r, lo)), x)
 
 
-MATH = {"exp": exp, "log": log, "tanh": tanh, "sigmoid": sigmoid, "erf": erf, "atan": atan}
+# sin and cos ------------------------------------------------------------------------------
+# Branch-free for |x| <= TRIG_BOUND: x = n pi/2 + r with pi/2 in three f32 parts (FMA Cody-Waite),
+# Cephes polynomials on |r| <= pi/4, quadrant by selects. Beyond the bound the reduction loses
+# accuracy (an exact one for all f32 needs a table of 2/pi's bits: gathers on every element), so
+# libm takes those lanes. That needs a branch per vector, but the loop vectorizer if-converts
+# every branch in a loop body (both sides always run); only a call with vector variants
+# (vector-function-abi-variant) gets vector code of its own. So the lowering calls an internal
+# function whose variants test "any lane beyond the bound" once per vector: 5-10% over the inline
+# path at 16M elements when the stack is 64-byte aligned, ~40% when spills split cache lines.
+TRIG_BOUND = 2.0 ** 19
+_TRIG_VFS = (4, 8, 16)  # vector variants offered to the loop vectorizer
+_PIO2 = (1.5707963705062866, -4.371138828673793e-08, -1.7151245005182182e-15)
+_SIN_P = (-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1)
+_COS_P = (2.443315711809948e-05, -1.388731625493765e-03, 4.166664568298827e-02)
+
+
+def _sincos_fast(e: IR, x: ir.Value, cos: bool) -> ir.Value:
+    """sin or cos of f32 ``x``: within 1.57 ulp for |x| <= TRIG_BOUND (every f32 checked), NaN
+    for NaN and inf, garbage beyond the bound."""
+    b, ty = e.b, x.type
+    c = lambda v: e.const(ty, v)  # noqa: E731
+    it = _ints(e, x)
+    ci = lambda v: e.const(it, v)  # noqa: E731
+    a = e.fabs(x)  # sin(-x) = -sin(x): the sign goes back on at the end, so sin(-0.0) = -0.0
+    k = e.fma(a, c(0.6366197723675814), c(_SHIFT))  # n = round(a * 2/pi) in k's low bits
+    n = b.fsub(k, c(_SHIFT))
+    r = e.fma(n, c(-_PIO2[2]), e.fma(n, c(-_PIO2[1]), e.fma(n, c(-_PIO2[0]), a)))
+    z = b.fmul(r, r)
+    sin_r = e.fma(b.fmul(e.poly(z, _SIN_P), z), r, r)
+    cos_r = e.fma(z, e.fma(z, e.poly(z, _COS_P), c(-0.5)), c(1.0))
+    q = b.bitcast(k, it)  # quadrant in the low two bits; cos(x) = sin(x + pi/2)
+    q = b.add(q, ci(1)) if cos else q
+    y = b.select(b.icmp_unsigned("==", b.and_(q, ci(1)), ci(0)), sin_r, cos_r)
+    sign = b.shl(b.and_(q, ci(2)), ci(30))
+    sign = sign if cos else b.xor(sign, b.and_(b.bitcast(x, it), ci(-(1 << 31))))
+    return b.bitcast(b.xor(b.bitcast(y, it), sign), ty)
+
+
+def _keep(module: ir.Module, fn: ir.Function) -> None:
+    """Add ``fn`` to @llvm.compiler.used, so it survives until the vectorizer refers to it."""
+    used = module.globals.get("llvm.compiler.used")
+    members = [*used.initializer.constant, fn] if used is not None else [fn]
+    if used is None:
+        used = ir.GlobalVariable(module, ir.ArrayType(PTR, 1), "llvm.compiler.used")
+        used.linkage = "appending"
+        used.section = "llvm.metadata"
+    used.value_type = ir.ArrayType(PTR, len(members))
+    used.initializer = ir.Constant(used.value_type, members)
+
+
+def _trig_fn(e: IR, cos: bool, ty: ir.Type) -> ir.Function:
+    """The internal function computing sin or cos on ``ty`` (f32 or a vector of f32): the fast
+    path, and libm for every lane when any |x| > TRIG_BOUND."""
+    base = "__tcpr_cosf" if cos else "__tcpr_sinf"
+    name = f"{base}_v{ty.count}" if isinstance(ty, ir.VectorType) else base
+    found = e.module.globals.get(name)
+    if isinstance(found, ir.Function):
+        return found
+    fn = ir.Function(e.module, ir.FunctionType(ty, [ty]), name=name)
+    fn.linkage = "internal"
+    for attr in ("readnone", "nounwind", "noinline"):  # errno from the libm path is never read
+        fn.attributes.add(attr)
+    fe = IR(ir.IRBuilder(fn.append_basic_block("entry")))
+    x = fn.args[0]
+    fast = _sincos_fast(fe, x, cos)
+    big = fe.b.fcmp_ordered(">", fe.fabs(x), fe.const(ty, TRIG_BOUND))
+    vector = isinstance(ty, ir.VectorType)
+    big_any = fe.intrinsic("vector.reduce.or", [big], ret=I1) if vector else big
+    slow_bb, fast_bb = fn.append_basic_block("slow"), fn.append_basic_block("fast")
+    fe.b.cbranch(big_any, slow_bb, fast_bb)
+    fe.b.position_at_end(slow_bb)
+    fe.b.ret(fe.b.select(big, fe.libm("cosf" if cos else "sinf", [x]), fast))
+    fe.b.position_at_end(fast_bb)
+    fe.b.ret(fast)
+    if not vector:
+        variants = [_trig_fn(e, cos, ir.VectorType(F32, vf)) for vf in _TRIG_VFS]
+        for v in variants:
+            _keep(e.module, v)
+        abi = ",".join(f"_ZGV_LLVM_N{v.args[0].type.count}v_{name}({v.name})" for v in variants)
+        set.add(fn.attributes, f'"vector-function-abi-variant"="{abi}"')  # bypasses the check
+    return fn
+
+
+def _trig(e: IR, x: ir.Value, cos: bool) -> ir.Value:
+    if not _is_f32(x):
+        return e.libm("cos" if cos else "sin", [x])
+    fn = e.b.function
+    # Vector registers are spilled around the calls: aligned slots never split a cache line.
+    fn.attributes.alignstack = max(fn.attributes.alignstack, 64)
+    return e.b.call(_trig_fn(e, cos, x.type), [x])
+
+
+def sin(e: IR, x: ir.Value) -> ir.Value:
+    """Sine (f32: polynomial, libm beyond TRIG_BOUND; f64: libm ``sin``)."""
+    return _trig(e, x, False)
+
+
+def cos(e: IR, x: ir.Value) -> ir.Value:
+    """Cosine (f32: polynomial, libm beyond TRIG_BOUND; f64: libm ``cos``)."""
+    return _trig(e, x, True)
+
+
+MATH = {"exp": exp, "log": log, "tanh": tanh, "sigmoid": sigmoid, "erf": erf, "atan": atan,
+        "sin": sin, "cos": cos}
