@@ -79,6 +79,8 @@ class Saturation:
 Phase = tuple[tuple[str, ...], ...]
 Schedule = tuple[Phase, ...]
 EARLY_PHASES_SHARE = 0.6  # of the time limit, for all phases but the last
+
+
 def parse_schedule(text: str) -> Schedule:
     """``'layout; algebra, broadcast then fusion'``: phases split by ``then``, stages by ``;``,
     rulesets by ``,``."""
