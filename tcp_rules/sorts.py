@@ -1,8 +1,9 @@
 """Sorts: whether a value is a materialized *tensor* or a kernel *body* (see ops/fusion.py).
 
-``load`` turns a tensor into a body and ``kernel`` a body into a tensor; every other op keeps
-the sort of its operands, which must agree. Splat constants fit either sort (``ANY``): a literal
-is a constant of whatever loop nest it appears in. Dense constants are data in memory: tensors.
+``load`` (and ``load_matmul``, of two tensors) turns tensors into a body and ``kernel`` a body
+into a tensor; every other op keeps the sort of its operands, which must agree. Splat constants
+fit either sort (``ANY``): a literal is a constant of whatever loop nest it appears in. Dense
+constants are data in memory: tensors.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Sorts of rule variables: which tensor variables stand for kernel bodies (tcp_rules.sorts).
 
-Sorts are inferred by unification over both sides of a rule: ``load`` takes a tensor and gives a
-body, ``kernel`` the reverse, every other op shares one sort among its operands and result, and a
-literal fits either. A variable the rule does not constrain is a tensor; since every op other
-than load and kernel treats bodies and tensors alike, such a rule holds for bodies as well.
+Sorts are inferred by unification over both sides of a rule: ``load`` and ``load_matmul`` take
+tensors and give a body, ``kernel`` the reverse, every other op shares one sort among its
+operands and result, and a literal fits either. A variable the rule does not constrain is a
+tensor; since every other op treats bodies and tensors alike, such a rule holds for bodies too.
 """
 
 from __future__ import annotations
@@ -113,8 +113,8 @@ KERNEL_OPS = frozenset(BOUNDARY)
 
 
 def forms_kernels(rule: Rule) -> bool:
-    """Whether ``rule`` mentions kernel or load: it is sort-sensitive (egglog checks its
-    variables' sorts) and runs in the default schedule's last phase."""
+    """Whether ``rule`` mentions kernel, load or load_matmul: it is sort-sensitive (egglog
+    checks its variables' sorts) and runs in the default schedule's last phase."""
     stack: list[Pattern] = [rule.lhs, rule.rhs]
     while stack:
         p = stack.pop()
