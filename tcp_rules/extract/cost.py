@@ -24,6 +24,7 @@ calibrated on this machine (docs/fusion.md, ``tcpr bench --suite cost``). Any ob
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -59,9 +60,7 @@ class RooflineCost:
     op_ns: float = 4500.0  # per kernel: its dispatch from Python (buffer pointers, ctypes call)
 
     def shape(self, t: TensorType) -> tuple[int, ...]:
-        known = dict(self.sizes)
-        sizes = {s: known.get(s, self.default_size) for s in t.symbols}
-        return tuple(max(d.subst(sizes).const or 0, 0) for d in t.dims)
+        return _concrete_shape(t, self.sizes, self.default_size)
 
     def nbytes(self, t: TensorType) -> float:
         return float(math.prod(self.shape(t)) * t.dtype.itemsize)
@@ -100,6 +99,16 @@ class RooflineCost:
             assert isinstance(dims, tuple)
             return not broadcast_hoists(args[0].dims, out.dims, dims)
         return False
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _concrete_shape(t: TensorType, sizes: tuple[tuple[str, int], ...], default: int
+                    ) -> tuple[int, ...]:
+    """``t``'s shape with its symbols sized (memoized: extraction asks for the same few types
+    tens of thousands of times)."""
+    known = dict(sizes)
+    env = {s: known.get(s, default) for s in t.symbols}
+    return tuple(max(d.subst(env).const or 0, 0) for d in t.dims)
 
 
 def with_sizes(model: CostModel, sizes: Mapping[str, int]) -> CostModel:
