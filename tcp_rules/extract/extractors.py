@@ -115,15 +115,16 @@ def greedy_dag(snap: Snapshot, model: CostModel) -> Extraction:
     pick: dict[int, ENode] = {}
 
     def union(kids: list[int], part: Callable[[_Best], dict[int, float]]
-              ) -> tuple[dict[int, float], float]:
-        """The union of the children's maps, grown from the largest one."""
+              ) -> tuple[dict[int, float], float, int | None]:
+        """The union of the children's maps grown from the largest one: (union, the sum of
+        what the others add, the largest one's child)."""
         top = max(kids, key=lambda k: len(part(best[k])), default=None)
         if top is None:
-            return {}, 0.0
+            return {}, 0.0, None
         base = part(best[top])
         extra = {c: v for k in kids if k != top for c, v in part(best[k]).items()
                  if c not in base}
-        return ({**base, **extra} if extra else base), sum(extra.values())
+        return ({**base, **extra} if extra else base), sum(extra.values()), top
 
     def improve(cid: int, i: int) -> bool:
         n = snap.classes[cid].nodes[i]
@@ -131,10 +132,9 @@ def greedy_dag(snap: Snapshot, model: CostModel) -> Extraction:
         if own == INF or any(k not in best for k in n.children):
             return False
         kids = list(dict.fromkeys(n.children))
-        tensors, added = union(kids, lambda b: b.tensors)
-        top = max(kids, key=lambda k: len(best[k].tensors), default=None)
+        tensors, added, top = union(kids, lambda b: b.tensors)
         shared = (best[top].shared if top is not None else 0.0) + added
-        bodies, _ = union(kids, lambda b: b.bodies)
+        bodies, _, _ = union(kids, lambda b: b.bodies)
         if cid in tensors or cid in bodies:  # the node would use its own class: a cycle
             return False
         work = own + sum(bodies.values())
