@@ -11,10 +11,12 @@ import pytest
 import scipy.special
 from codegen.support import tcpr_cache, unary  # noqa: F401
 
+from tcp_rules import build as tb
 from tcp_rules.codegen import compile_func, jit
 from tcp_rules.codegen.lower import lower_func
 from tcp_rules.codegen.mathlib import TRIG_BOUND, ULP_BOUNDS
 from tcp_rules.codegen.runtime import module_ir
+from tcp_rules.interpret import evaluate
 from tcp_rules.types import DType
 
 F32_MAX = float(np.finfo(np.float32).max)
@@ -82,6 +84,27 @@ def test_trig_edges(op: str) -> None:
     assert err.max() <= ULP_BOUNDS[op], f"{op}: {err.max():.3f} ulp at {x[~nan][err.argmax()]!r}"
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_trig_rerun_in_a_fused_reduction(threads: int) -> None:
+    """A fused kernel (rows of sum(sin(x) * cos(x) + x)) whose fast sin/cos flag big arguments
+    reruns precisely: rows with and without such arguments, split across threads."""
+    f = tb.FuncBuilder("rows")
+    x = tb.apply_op("load", f.param("x", "f32[N, D]"))
+    body = tb.add(tb.mul(tb.apply_op("sin", x), tb.apply_op("cos", x)), x)
+    f.ret(tb.apply_op("kernel", tb.reduce_sum(body, axes=[1])))
+    func = f.finish()
+    rng = np.random.default_rng(3)
+    xs = rng.uniform(-10, 10, (600, 1024)).astype(np.float32)
+    xs[5, 7], xs[599, 1023], xs[300, 0] = 3e30, -1e6, np.float32(TRIG_BOUND * 1.5)
+    cf = compile_func(func, threads=threads)
+    assert len(cf.steps) == 1
+    (got,) = cf(xs)
+    (ref,) = evaluate(func, [xs])
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-3)
+    xs[5, 7], xs[599, 1023], xs[300, 0] = 1.0, 2.0, 3.0  # the same kernel, no rerun
+    np.testing.assert_allclose(cf(xs)[0], evaluate(func, [xs])[0], rtol=1e-5, atol=1e-3)
+
+
 def _kernel_ir(opt: str) -> str:
     """The kernel function @f of optimized module text (helper functions left out)."""
     start = opt.index("define void @f(")
@@ -90,8 +113,9 @@ def _kernel_ir(opt: str) -> str:
 
 @pytest.mark.parametrize("op", sorted(ULP_BOUNDS))
 def test_polynomials_vectorize(op: str) -> None:
-    """No libm call is left in the loop: the optimized kernel works on vectors. (sin and cos
-    call their own vector functions, which reach libm only for lanes beyond TRIG_BOUND.)"""
+    """No libm call is left in the loop: the optimized kernel works on vectors. (sin and cos:
+    the precise rerun calls their own vector functions, which reach libm only for lanes beyond
+    TRIG_BOUND.)"""
     opt = jit.optimized_ir(module_ir(lower_func(unary(op, DType.F32)).steps[0].kernel, "f"))
     kernel = _kernel_ir(opt)
     assert "x float>" in kernel

@@ -1,8 +1,9 @@
 """The benchmark suite: tcp-rules compiled kernels against NumPy, numexpr and Numba, in one run.
 
-Every case is timed in the same process and run (medians of ``repeats`` after a warm-up), next to
-a STREAM-like bandwidth measured in the same run (copy and a*b+c triad, best of NumPy's copy and a
-compiled loop), so the roofline fraction and the ratios are comparable. Compiled kernels write into
+Every case is timed in the same process and run (medians of ``repeats`` after a warm-up), the
+engines taking turns. A STREAM-like loop (copy, best of NumPy's and a compiled loop, or a*b+c
+triad) takes its turns as well, and a memory-bound case's roofline fraction divides its bandwidth
+by that loop's: both see the same load from other processes. Compiled kernels write into
 preallocated outputs (``out=``), as a caller in a loop would; NumPy runs its natural expression.
 Compile time per kernel is measured against an empty cache, and the time to load the cached
 kernels of a program in a fresh process is measured by running one.
@@ -39,6 +40,7 @@ class Row:
     bytes: float = 0.0
     flops: float = 0.0
     stream: str = "copy"
+    local_gbs: float | None = None  # the stream loop's bandwidth, timed in turn with the case
 
 
 def _median(fn: Callable[[], object], repeats: int) -> float:
@@ -71,25 +73,44 @@ def set_blas_threads(n: int) -> bool:
     return False
 
 
-def stream(repeats: int, threads: int) -> dict[str, float]:
-    """Copy and triad bandwidth in GB/s (best of NumPy and compiled loops)."""
+@dataclass
+class Stream:
+    """The STREAM-like loops (copy and a*b+c triad at 16M f32): callables and bytes moved."""
+
+    loops: dict[str, list[Callable[[], object]]]
+    bytes: dict[str, float]
+
+    def gbs(self, kind: str, seconds: float) -> float:
+        """Bandwidth in GB/s of loop ``kind`` taking ``seconds``."""
+        return self.bytes[kind] / seconds / 1e9
+
+
+def stream_loops(threads: int) -> Stream:
+    """Copy (NumPy's and a compiled loop, the faster counts) and a compiled triad."""
     n = 1 << 24
     a, b, c = (np.random.default_rng(i).standard_normal(n).astype(np.float32) for i in range(3))
     out = np.empty_like(a)
     copy_f = C.compiled("copy", threads)
     triad_f = C.compiled("fma", threads)
-    t_copy = min(_median(lambda: np.copyto(out, a), repeats),
-                 _median(lambda: copy_f(a, out=(out,)), repeats))
-    t_triad = _median(lambda: triad_f(a, b, c, out=(out,)), repeats)
-    return {"copy": 2 * 4 * n / t_copy / 1e9, "triad": 4 * 4 * n / t_triad / 1e9}
+    return Stream({"copy": [lambda: np.copyto(out, a), lambda: copy_f(a, out=(out,))],
+                   "triad": [lambda: triad_f(a, b, c, out=(out,))]},
+                  {"copy": 2 * 4 * n, "triad": 4 * 4 * n})
 
 
-def run_case(name: str, repeats: int, threads: int) -> list[Row]:
+def stream(loops: Stream, repeats: int) -> dict[str, float]:
+    """Copy and triad bandwidth in GB/s, measured once."""
+    return {kind: loops.gbs(kind, min(_median(fn, repeats) for fn in fns))
+            for kind, fns in loops.loops.items()}
+
+
+def run_case(name: str, repeats: int, threads: int, loops: Stream | None = None) -> list[Row]:
     """Time one case with every engine; a case may yield several rows.
 
     Engines take turns run by run, so load from other processes hits all of them alike --
     except after OpenBLAS, whose idle worker threads keep spinning for a while and would slow
-    whatever runs next: BLAS cases time each engine in a block, tcp-rules first.
+    whatever runs next: BLAS cases time each engine in a block, tcp-rules first. The stream
+    loops of a memory-bound case take their turns too (given ``loops``), so that its roofline
+    fraction compares with the bandwidth of the same moments.
     """
     rows = []
     for variant in C.variants(name, threads):
@@ -98,15 +119,21 @@ def run_case(name: str, repeats: int, threads: int) -> list[Row]:
             row.times = {e: _median(fn, repeats) for e, fn in variant.engines.items()}
             rows.append(row)
             continue
-        times: dict[str, list[float]] = {e: [] for e in variant.engines}
-        for fn in variant.engines.values():
+        refs = loops.loops[variant.stream] if loops is not None and variant.bytes else []
+        engines = {**variant.engines, **{f"_stream{i}": fn for i, fn in enumerate(refs)}}
+        times: dict[str, list[float]] = {e: [] for e in engines}
+        for fn in engines.values():
             fn()  # warm-up: first-call compilation, page faults
         for _ in range(repeats):
-            for engine, fn in variant.engines.items():
+            for engine, fn in engines.items():
                 t0 = time.perf_counter()
                 fn()
                 times[engine].append(time.perf_counter() - t0)
-        row.times = {e: statistics.median(ts) for e, ts in times.items()}
+        medians = {e: statistics.median(ts) for e, ts in times.items()}
+        row.times = {e: t for e, t in medians.items() if not e.startswith("_stream")}
+        if loops is not None and refs:
+            row.local_gbs = loops.gbs(variant.stream, min(t for e, t in medians.items()
+                                                          if e.startswith("_stream")))
         rows.append(row)
     return rows
 
@@ -175,8 +202,9 @@ def run_benchmarks(cases: list[str] | None = None, repeats: int = 5, threads: in
                           f"{', '.join(C.CASES)})")
     blas = set_blas_threads(threads)
     C.set_library_threads(threads)
-    bw = stream(repeats, threads)
-    rows = [r for n in names for r in run_case(n, repeats, threads)]
+    loops = stream_loops(threads)
+    bw = stream(loops, repeats)
+    rows = [r for n in names for r in run_case(n, repeats, threads, loops)]
     comp = compile_times(threads)
     triple, cpu, _ = jit.host()
     report = {"machine": {"cpu": cpu, "triple": triple, "threads": threads,
@@ -197,7 +225,8 @@ def _row_json(r: Row, bw: dict[str, float]) -> dict[str, Any]:
                 out[f"vs_{other.replace('-', '_')}"] = r.times[other] / t
         if r.bytes:
             out["gbs"] = r.bytes / t / 1e9
-            out["roofline"] = out["gbs"] / bw[r.stream]
+            out["roofline"] = out["gbs"] / (r.local_gbs or bw[r.stream])
+            out["roofline_vs_start"] = out["gbs"] / bw[r.stream]
         if r.flops:
             out["gflops"] = r.flops / t / 1e9
     return out
@@ -209,18 +238,21 @@ def _table(rep: dict[str, Any]) -> str:
     lines = [f"machine: {m['cpu']} ({m['triple']}), threads={m['threads']}, engines: "
              f"{', '.join(m['engines'])}; medians of {rep['repeats']} runs; "
              f"OPENBLAS_NUM_THREADS={m['OPENBLAS_NUM_THREADS']}",
-             f"STREAM-like bandwidth: copy {bw['copy']:.1f} GB/s, triad {bw['triad']:.1f} GB/s",
+             f"STREAM-like bandwidth at the start: copy {bw['copy']:.1f} GB/s, triad "
+             f"{bw['triad']:.1f} GB/s; roofline: against the stream loop timed in turn with the "
+             "case (@start: against the bandwidth at the start)",
              "", f"{'case':<34}" + "".join(f"{e:>11}" for e in engines)
-             + f"{'vs numpy':>10}{'vs nofuse':>10}{'vs numba':>10}{'roofline':>10}"
+             + f"{'vs numpy':>10}{'vs nofuse':>10}{'vs numba':>10}{'roofline':>10}{'@start':>8}"
              + f"{'GFLOP/s':>9}"]
     for c in rep["cases"]:
         cells = "".join(f"{c['ms'][e]:>8.2f} ms" if e in c["ms"] else f"{'-':>11}"
                         for e in engines)
         ratio = "".join(f"{c[k]:>9.2f}x" if c.get(k) else f"{'-':>10}"
                         for k in ("vs_numpy", "vs_no_fusion", "vs_numba"))
-        roof = f"{100 * c['roofline']:.0f}%" if "roofline" in c else "-"
+        roof = "".join(f"{100 * c[k]:.0f}%".rjust(w) if k in c else "-".rjust(w)
+                       for k, w in (("roofline", 10), ("roofline_vs_start", 8)))
         gf = f"{c['gflops']:.1f}" if "gflops" in c else "-"
-        lines.append(f"{c['case']:<34}{cells}{ratio}{roof:>10}{gf:>9}")
+        lines.append(f"{c['case']:<34}{cells}{ratio}{roof}{gf:>9}")
     comp = rep["compile"]
     lines += ["", f"compile: {comp['kernels']} kernels, median {comp['median_ms']:.1f} ms, "
               f"max {comp['max_ms']:.1f} ms per kernel (empty cache)"]

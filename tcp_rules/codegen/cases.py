@@ -113,14 +113,16 @@ def _now() -> float:
 
 
 def compiled(name: str, threads: int) -> CompiledFunc:
-    """Small helper funcs for the bandwidth measurement: copy and a*b+c."""
+    """Small helper funcs for the bandwidth measurement: copy and a*b+c, each one kernel."""
     f = tb.FuncBuilder(name)
     if name == "copy":
         f.ret(f.param("x", "f32[N]"))
     else:
-        a, b, c = (f.param(n, "f32[N]") for n in "abc")
-        f.ret(tb.add(tb.mul(a, b), c))
-    return compile_func(f.finish(), threads=threads)
+        a, b, c = (tb.apply_op("load", f.param(n, "f32[N]")) for n in "abc")
+        f.ret(tb.apply_op("kernel", tb.add(tb.mul(a, b), c)))
+    cf = compile_func(f.finish(), threads=threads)
+    assert len(cf.steps) == 1, f"{name}: {len(cf.steps)} kernels"
+    return cf
 
 
 def available_engines() -> list[str]:

@@ -2,9 +2,9 @@
 
 Branch-free (selects only), so LLVM's loop vectorizer turns them into AVX code; libm calls would
 stay scalar. f64 versions call libm (accurate, scalar), as do pow and atan2 in both widths.
-sin and cos take libm only for |x| > TRIG_BOUND, where their f32 reduction stops being exact:
-the test for such lanes is made once per vector inside an internal function that the loop
-vectorizer calls (see the sin/cos section). Every function returns NaN for NaN and keeps the
+sin and cos take libm only for |x| > TRIG_BOUND, where their f32 reduction stops being exact: a
+kernel runs their inline polynomials and reruns precisely when an argument was beyond the bound
+(see the sin/cos section). Every function returns NaN for NaN and keeps the
 reference's infinities, zeros (``tanh(-0.0) == -0.0``, ``sin(-0.0) == -0.0``) and underflow.
 
 Accuracy against a float64 reference, in f32 ulps of the true value: "measured" is the maximum
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from tcp_rules.codegen.irbase import F32, I1, I32, IR, PTR, element, like
+from tcp_rules.codegen.irbase import F32, I1, I8, I32, IR, PTR, element, like
 
 ULP_BOUNDS = {"exp": 1.5, "log": 1.0, "tanh": 1.5, "sigmoid": 3.0, "erf": 1.5, "atan": 2.5,
               "sin": 1.6, "cos": 1.6}
@@ -234,11 +234,13 @@ def atan(e: IR, x: ir.Value) -> ir.Value:
 # Branch-free for |x| <= TRIG_BOUND: x = n pi/2 + r with pi/2 in three f32 parts (FMA Cody-Waite),
 # Cephes polynomials on |r| <= pi/4, quadrant by selects. Beyond the bound the reduction loses
 # accuracy (an exact one for all f32 needs a table of 2/pi's bits: gathers on every element), so
-# libm takes those lanes. That needs a branch per vector, but the loop vectorizer if-converts
-# every branch in a loop body (both sides always run); only a call with vector variants
-# (vector-function-abi-variant) gets vector code of its own. So the lowering calls an internal
-# function whose variants test "any lane beyond the bound" once per vector: 5-10% over the inline
-# path at 16M elements when the stack is 64-byte aligned, ~40% when spills split cache lines.
+# libm takes those lanes. A branch per element would not do: the loop vectorizer if-converts
+# every branch in a loop body (both sides always run). So a kernel computes the inline fast path
+# and ORs "beyond the bound" into a flag (a reduction to the vectorizer); if the flag is set at the
+# end, it reruns its range with a precise version (emit.emit_kernel). That version calls an
+# internal function whose vector variants (vector-function-abi-variant) test "any lane beyond the
+# bound" once per vector, and call libm for those lanes. The call per vector cost 5-10% at 16M
+# elements when the stack is 64-byte aligned, ~40% when spills split cache lines.
 TRIG_BOUND = 2.0 ** 19
 _TRIG_VFS = (4, 8, 16)  # vector variants offered to the loop vectorizer
 _PIO2 = (1.5707963705062866, -4.371138828673793e-08, -1.7151245005182182e-15)
@@ -316,6 +318,13 @@ def _trig_fn(e: IR, cos: bool, ty: ir.Type) -> ir.Function:
 def _trig(e: IR, x: ir.Value, cos: bool) -> ir.Value:
     if not _is_f32(x):
         return e.libm("cos" if cos else "sin", [x])
+    if e.trig_flag is not None:  # the kernel reruns precisely if any argument is beyond the bound
+        b = e.b
+        big = b.fcmp_ordered(">", e.fabs(x), e.const(x.type, TRIG_BOUND))
+        if isinstance(x.type, ir.VectorType):
+            big = e.intrinsic("vector.reduce.or", [big], ret=I1)
+        b.store(b.or_(b.load(e.trig_flag), b.zext(big, I8)), e.trig_flag)
+        return _sincos_fast(e, x, cos)
     fn = e.b.function
     # Vector registers are spilled around the calls: aligned slots never split a cache line.
     fn.attributes.alignstack = max(fn.attributes.alignstack, 64)

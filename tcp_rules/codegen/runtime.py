@@ -37,6 +37,7 @@ from tcp_rules.ops import ShapeError
 from tcp_rules.types import TensorType
 
 SPLIT_WORK = 1 << 19  # below this many element-steps a kernel runs on the calling thread
+CHUNKS_PER_THREAD = 8
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -214,15 +215,32 @@ class CompiledFunc:
 
     def _split(self, call: Callable[[int, int], None], extent: int, work: int,
                align: int) -> None:
-        """Run ``call(lo, hi)`` over [0, extent), in chunks on several threads if large."""
+        """Run ``call(lo, hi)`` over [0, extent), on several threads if large.
+
+        The range is cut into CHUNKS_PER_THREAD chunks per thread, which the threads take in
+        turn: on a shared machine one core may be slowed by other processes, and equal halves
+        would wait for it.
+        """
         n = min(self.threads, extent // max(align, 1))
         if n <= 1 or work < SPLIT_WORK:
             call(0, extent)
             return
-        bounds = [min(extent, -(-extent * t // n // align) * align) for t in range(n + 1)]
+        k = min(n * CHUNKS_PER_THREAD, extent // align)
+        bounds = [min(extent, -(-extent * t // k // align) * align) for t in range(k + 1)]
         bounds[-1] = extent
-        futs = [_executor(n).submit(call, bounds[t], bounds[t + 1]) for t in range(1, n)]
-        call(bounds[0], bounds[1])
+        chunks = iter(range(k))
+        lock = threading.Lock()
+
+        def worker() -> None:
+            while True:
+                with lock:
+                    i = next(chunks, None)
+                if i is None:
+                    return
+                call(bounds[i], bounds[i + 1])
+
+        futs = [_executor(n).submit(worker) for _ in range(1, n)]
+        worker()
         for f in futs:
             f.result()
 
