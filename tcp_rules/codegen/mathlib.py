@@ -8,7 +8,8 @@ kernel runs their inline polynomials and reruns precisely when an argument was b
 reference's infinities, zeros (``tanh(-0.0) == -0.0``, ``sin(-0.0) == -0.0``) and underflow.
 
 Accuracy against a float64 reference, in f32 ulps of the true value: "measured" is the maximum
-over every f32 input (exhaustive sweeps; sin/cos up to TRIG_BOUND, libm beyond) where marked *,
+over every f32 input (``benchmarks/ulp_sweep.py``; sin/cos up to TRIG_BOUND, libm beyond) where
+marked *,
 else over 2**19 random samples per range as in ``tests/test_codegen_math.py``, which asserts the
 bounds in ``ULP_BOUNDS`` on ranges covering overflow/underflow edges, denormals and the seams.
 
