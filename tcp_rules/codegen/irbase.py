@@ -63,12 +63,12 @@ def like(ty: ir.Type, elem: ir.Type) -> ir.Type:
 class IR:
     """An IRBuilder with typed constant, intrinsic and libm helpers."""
 
-    def __init__(self, builder: ir.IRBuilder, trig_flag: ir.Value | None = None):
+    def __init__(self, builder: ir.IRBuilder):
         self.b = builder
         self.module: ir.Module = builder.module
-        # An i8 slot: f32 sin and cos then take their inline fast path and set it for arguments
-        # beyond its range; the kernel reruns precisely when it is set (emit.emit_kernel).
-        self.trig_flag = trig_flag
+        # An i8 slot, set by a kernel emitter: f32 sin and cos then take their inline fast path
+        # and set it for arguments beyond its range; the kernel then reruns precisely.
+        self.trig_flag: ir.Value | None = None
 
     def const(self, ty: ir.Type, value: float | int | bool) -> ir.Constant:
         """``value`` as a constant of ``ty`` (splatted when ``ty`` is a vector)."""

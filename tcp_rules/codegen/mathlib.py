@@ -4,14 +4,14 @@ Branch-free (selects only), so LLVM's loop vectorizer turns them into AVX code; 
 stay scalar. f64 versions call libm (accurate, scalar), as do pow and atan2 in both widths.
 sin and cos take libm only for |x| > TRIG_BOUND, where their f32 reduction stops being exact: a
 kernel runs their inline polynomials and reruns precisely when an argument was beyond the bound
-(see the sin/cos section). Every function returns NaN for NaN and keeps the
-reference's infinities, zeros (``tanh(-0.0) == -0.0``, ``sin(-0.0) == -0.0``) and underflow.
+(see the sin/cos section). Every function returns NaN for NaN and keeps the reference's
+infinities, zeros (``tanh(-0.0) == -0.0``, ``sin(-0.0) == -0.0``) and underflow.
 
 Accuracy against a float64 reference, in f32 ulps of the true value: "measured" is the maximum
 over every f32 input (``benchmarks/ulp_sweep.py``; sin/cos up to TRIG_BOUND, libm beyond) where
-marked *,
-else over 2**19 random samples per range as in ``tests/test_codegen_math.py``, which asserts the
-bounds in ``ULP_BOUNDS`` on ranges covering overflow/underflow edges, denormals and the seams.
+marked *, else over 2**19 random samples per range as in ``tests/test_codegen_math.py``, which
+asserts the bounds in ``ULP_BOUNDS`` on ranges covering overflow/underflow edges, denormals and
+the seams.
 
 ========  ========  =====  ================================================================
 function  measured  bound  method
