@@ -84,6 +84,18 @@ def test_trig_edges(op: str) -> None:
     assert err.max() <= ULP_BOUNDS[op], f"{op}: {err.max():.3f} ulp at {x[~nan][err.argmax()]!r}"
 
 
+def test_sigmoid_edges() -> None:
+    """Where the reference's exp(-x) overflows the result is its 0; just above, a denormal within
+    the bound; beyond 18 exactly 1; NaN stays NaN."""
+    x = np.array([-88.72284, -88.72283, -88.5, -87.4, -100.0, -np.inf, 17.3, 18.0, 1e30, np.inf,
+                  0.0, -0.0, np.nan], dtype=np.float32)
+    (got,) = compile_func(unary("sigmoid", DType.F32))(x)
+    assert got[0] == 0 and got[4] == 0 and got[5] == 0
+    assert (got[7:10] == 1).all() and got[10] == got[11] == 0.5 and np.isnan(got[12])
+    err = ulp_error(got[1:4], TRUTH["sigmoid"](x[1:4].astype(np.float64)))
+    assert (got[1:4] > 0).all() and err.max() <= ULP_BOUNDS["sigmoid"], err
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_trig_rerun_in_a_fused_reduction(threads: int) -> None:
     """A fused kernel (rows of sum(sin(x) * cos(x) + x)) whose fast sin/cos flag big arguments

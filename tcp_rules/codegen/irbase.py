@@ -155,3 +155,23 @@ class IR:
 
     def copysign(self, mag: ir.Value, sign: ir.Value) -> ir.Value:
         return self.intrinsic("copysign", [mag, sign])
+
+
+def _keep(module: ir.Module, fn: ir.Function) -> None:
+    """Add ``fn`` to @llvm.compiler.used, so it survives until the vectorizer refers to it."""
+    used = module.globals.get("llvm.compiler.used")
+    members = [*used.initializer.constant, fn] if used is not None else [fn]
+    if used is None:
+        used = ir.GlobalVariable(module, ir.ArrayType(PTR, 1), "llvm.compiler.used")
+        used.linkage = "appending"
+        used.section = "llvm.metadata"
+    used.value_type = ir.ArrayType(PTR, len(members))
+    used.initializer = ir.Constant(used.value_type, members)
+
+
+def offer_variants(module: ir.Module, fn: ir.Function, variants: Sequence[ir.Function]) -> None:
+    """Declare ``variants`` (one argument vector each) as ``fn``'s vector versions."""
+    for v in variants:
+        _keep(module, v)
+    abi = ",".join(f"_ZGV_LLVM_N{v.args[0].type.count}v_{fn.name}({v.name})" for v in variants)
+    set.add(fn.attributes, f'"vector-function-abi-variant"="{abi}"')  # bypasses the check

@@ -30,8 +30,8 @@ import llvmlite.binding as llvm
 
 _MAGIC = b"TCPK1\n"
 # The sources that decide a kernel's machine code: editing one invalidates every cache entry.
-_SOURCES = ("kernel.py", "irbase.py", "llvm_ops.py", "mathlib.py", "scopes.py", "emit.py",
-            "matmul.py", "jit.py")
+_SOURCES = ("kernel.py", "irbase.py", "llvm_ops.py", "mathlib.py", "mathtable.py", "scopes.py",
+            "emit.py", "matmul.py", "jit.py")
 _lock = threading.RLock()
 
 
@@ -119,6 +119,11 @@ def _optimize(ir_text: str, vectorize: bool) -> tuple[llvm.ModuleRef, llvm.Targe
     pto.loop_unrolling = True
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
+    # Vector variants marked alwaysinline (mathtable) are called only once the vectorizer has
+    # widened their scalar functions' calls: inline them now.
+    late = llvm.create_new_module_pass_manager()
+    late.add_always_inliner_pass()
+    late.run(mod, pb)
     return mod, tm
 
 

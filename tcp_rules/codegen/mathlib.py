@@ -23,13 +23,13 @@ log       0.91*     1.0    x = 2**n (1 + f), f in [-1/3, 1/3) by subtracting 2/3
 tanh      1.32*     1.5    |x| < 0.625: odd polynomial (Cephes); else 1 - 2 / (exp(2|x|) + 1)
                            with a lean exp (|x| clamped to 10, one-part ln2, 2**n by a shift);
                            one Horner chain with blended coefficients serves both polynomials
-sigmoid   2.47      3.0    1 / (1 + exp(-x)), the reference's formula; for x < -88.7 exp(-x)
-                           overflows and the result is 0, exactly as in the reference
-erf       1.19*     1.5    |x| < 1: x + x * Q(x**2), degree 6; else 1 - exp(T(|x|)), T of
-                           degree 6 fitted to log(erfc) for absolute error; one blended
-                           Horner chain, then a 4-term exp (erfc <= 0.16 is damped)
+sigmoid   2.48*     3.0    1 / (1 + exp(-x)) as 2**(2-n) / (2**(2-n) + 4 p) for exp(-x) =
+                           2**n p: one rounded division, no overflow; 0 for x < -88.72283,
+                           where the reference's exp(-x) overflows (swept above that)
+erf       1.11*     1.5    16 intervals of width 1/4, a degree-5 polynomial each, coefficients
+                           looked up per lane (mathtable); |x| + |x| * P near 0
 atan      2.05      2.5    reduction to |t| <= tan(pi/8) (Cephes), t + t*z*P(z) with P
-                           (degree 4) fitted like erf's; pi/2 and pi/4 in two parts
+                           (degree 4) fitted (Lawson); pi/2 and pi/4 in two parts
 sin, cos  1.56*     1.6    reduction by pi/2 in three f32 parts with FMAs (exact enough up
                            to TRIG_BOUND = 2**19), Cephes polynomials on |r| <= pi/4,
                            quadrant by selects and a sign xor; libm beyond the bound
@@ -40,7 +40,8 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from tcp_rules.codegen.irbase import F32, I1, I8, I32, IR, PTR, element, like
+from tcp_rules.codegen import mathtable
+from tcp_rules.codegen.irbase import F32, I1, I8, I32, IR, element, like, offer_variants
 
 ULP_BOUNDS = {"exp": 1.5, "log": 1.0, "tanh": 1.5, "sigmoid": 3.0, "erf": 1.5, "atan": 2.5,
               "sin": 1.6, "cos": 1.6}
@@ -50,10 +51,9 @@ _LN2_HI, _LN2_LO = 0.693359375, -2.12194440e-4  # Cody-Waite split: n * hi is ex
 _SHIFT = 12582912.0  # 1.5 * 2**23: adding it rounds to an integer, kept in the low mantissa bits
 _EXP_P = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
           1.6666665459e-1, 5.0000001201e-1)
-# e**r = 1 + r + r*r*P(r) on |r| <= ln2/2, relative error 2**-28.3 (5 terms) and 2**-23.2 (4)
+# e**r = 1 + r + r*r*P(r) on |r| <= ln2/2, relative error 2**-28.3
 _EXP5 = (0.0013814520789310336, 0.008368742652237415, 0.04166838899254799, 0.1666652113199234,
          0.4999999403953552)
-_EXP4 = (0.008312481455504894, 0.041890304535627365, 0.16667115688323975, 0.499992311000824)
 # log(1 + f) = f + f*f*Q(f) on [-1/3, 1/3], relative error 2**-27.7
 _LOG_Q = (-0.12948919832706451, 0.1400471180677414, -0.1216716468334198, 0.14001169800758362,
           -0.16682304441928864, 0.20010747015476227, -0.24999716877937317, 0.3333320915699005,
@@ -61,15 +61,6 @@ _LOG_Q = (-0.12948919832706451, 0.1400471180677414, -0.1216716468334198, 0.14001
 _LOG_OFF = 0x3F2AAAAB  # bits of 2/3: x = 2**n * (1 + f) with 1 + f in [2/3, 4/3)
 _TANH_P = (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
            -3.33332819422e-1)
-# erf(x) = x + x * Q(x**2) on [0, 1] (relative error 2**-29.6; 2/sqrt(pi) - 1 is stored, as
-# f32 rounds 2/sqrt(pi) by half an ulp); erf(x) = 1 - exp(T(x)) on [1, 3.93] with T fitted to
-# log(erfc) for absolute error 2**-29.9 in erfc.
-_ERF_SMALL = (7.853831630200148e-05, -0.0008010185556486249, 0.005188326817005873,
-              -0.026853810995817184, 0.1128358542919159, -0.3761262595653534,
-              0.12837916612625122)
-_ERF_TAIL = (0.00018557504517957568, -0.002939617959782481, 0.02180536277592182,
-             -0.10303746163845062, -0.6382255554199219, -1.127040147781372,
-             -0.00035370088880881667)
 
 
 def _is_f32(x: ir.Value) -> bool:
@@ -182,31 +173,32 @@ def tanh(e: IR, x: ir.Value) -> ir.Value:
 
 
 def sigmoid(e: IR, x: ir.Value) -> ir.Value:
-    """1 / (1 + exp(-x)), as the reference computes it."""
+    """1 / (1 + exp(-x)) (f32: one rounded division, see below; f64: the formula with libm)."""
     b, ty = e.b, x.type
-    return b.fdiv(e.const(ty, 1.0), b.fadd(e.const(ty, 1.0), exp(e, b.fneg(x))))
+    c = lambda v: e.const(ty, v)  # noqa: E731
+    if not _is_f32(x):
+        return b.fdiv(c(1.0), b.fadd(c(1.0), exp(e, b.fneg(x))))
+    # With exp(-x) = 2**n * p: 1 / (1 + 2**n p) = 2**(2-n) / (2**(2-n) + 4p), exactly. 2**(2-n)
+    # stays normal for n in [-26, 128], so denormal results round once, at the division, and
+    # exp's overflow never happens. sigmoid rounds to 1 beyond 18 (clamp, which keeps NaN); below
+    # -88.72283 the reference's exp(-x) overflows and it returns 0.
+    t = e.fsel(">", x, c(18.0), c(18.0), x)
+    k, r = _exp_reduce(e, b.fneg(t))
+    p4 = b.fmul(b.fadd(e.fma(b.fmul(r, r), e.poly(r, _EXP_P), r), c(1.0)), c(4.0))
+    it = _ints(e, x)
+    s = b.bitcast(b.sub(e.const(it, 129 << 23), b.shl(b.bitcast(k, it), e.const(it, 23))), ty)
+    out = b.fdiv(s, b.fadd(s, p4))
+    return e.fsel("<", x, c(-88.72283172607422), c(0.0), out)
 
 
 def erf(e: IR, x: ir.Value) -> ir.Value:
-    """The error function (f32 polynomials and exp; libm ``erf`` for f64)."""
+    """The error function (f32: piecewise polynomials from tables, see mathtable; f64: libm)."""
     if not _is_f32(x):
         return e.libm("erf", [x])
-    b, ty = e.b, x.type
-    c = lambda v: e.const(ty, v)  # noqa: E731
-    ax = e.fabs(x)
-    small = b.fcmp_unordered("<", ax, c(1.0))  # NaN takes the small path and stays NaN
-    # erf saturates to 1 in f32 beyond 3.92; clamping also maps inf.
-    t = e.fsel(">", ax, c(3.93), c(3.93), ax)
-    v = _poly_sel(e, b.select(small, b.fmul(x, x), t), small, _ERF_SMALL, _ERF_TAIL)
-    # erfc = exp(v) <= 0.16 enters 1 - erfc damped: a 4-term exp and one-part ln2 suffice.
-    k, r = _exp_reduce(e, v, split=False)
-    s = _pow2(e, k)
-    erfc = e.fma(s, e.fma(b.fmul(r, r), e.poly(r, _EXP4), r), s)
-    large = e.copysign(b.fsub(c(1.0), erfc), x)
-    return b.select(small, e.fma(x, v, x), large)
+    return mathtable.erf(e, x)
 
 
-# atan(t) = t + t * z * P(z), z = t**2 <= tan(pi/8)**2; P fitted like erf's (Lawson).
+# atan(t) = t + t * z * P(z), z = t**2 <= tan(pi/8)**2; P fitted for relative error (Lawson).
 _ATAN_P = (-0.060782093554735184, 0.10593808442354202, -0.14243532717227936,
            0.19998471438884735, -0.33333316445350647)
 
@@ -271,18 +263,6 @@ def _sincos_fast(e: IR, x: ir.Value, cos: bool) -> ir.Value:
     return b.bitcast(b.xor(b.bitcast(y, it), sign), ty)
 
 
-def _keep(module: ir.Module, fn: ir.Function) -> None:
-    """Add ``fn`` to @llvm.compiler.used, so it survives until the vectorizer refers to it."""
-    used = module.globals.get("llvm.compiler.used")
-    members = [*used.initializer.constant, fn] if used is not None else [fn]
-    if used is None:
-        used = ir.GlobalVariable(module, ir.ArrayType(PTR, 1), "llvm.compiler.used")
-        used.linkage = "appending"
-        used.section = "llvm.metadata"
-    used.value_type = ir.ArrayType(PTR, len(members))
-    used.initializer = ir.Constant(used.value_type, members)
-
-
 def _trig_fn(e: IR, cos: bool, ty: ir.Type) -> ir.Function:
     """The internal function computing sin or cos on ``ty`` (f32 or a vector of f32): the fast
     path, and libm for every lane when any |x| > TRIG_BOUND."""
@@ -308,11 +288,7 @@ def _trig_fn(e: IR, cos: bool, ty: ir.Type) -> ir.Function:
     fe.b.position_at_end(fast_bb)
     fe.b.ret(fast)
     if not vector:
-        variants = [_trig_fn(e, cos, ir.VectorType(F32, vf)) for vf in _TRIG_VFS]
-        for v in variants:
-            _keep(e.module, v)
-        abi = ",".join(f"_ZGV_LLVM_N{v.args[0].type.count}v_{name}({v.name})" for v in variants)
-        set.add(fn.attributes, f'"vector-function-abi-variant"="{abi}"')  # bypasses the check
+        offer_variants(e.module, fn, [_trig_fn(e, cos, ir.VectorType(F32, vf)) for vf in _TRIG_VFS])
     return fn
 
 

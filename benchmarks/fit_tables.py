@@ -1,0 +1,116 @@
+"""Fit the per-interval coefficient tables of tcp_rules/codegen/mathtable.py. Usage:
+
+    .venv/bin/python benchmarks/fit_tables.py erf            # prints ERF_TABLE, about a minute
+    .venv/bin/python benchmarks/fit_tables.py erf --degree 5
+
+The kernels evaluate, for x in interval n (one of 16) and its local variable u,
+
+    r = fma(u, acc(u), fma(u, M[n], C[n])),   acc(u) = a_d u**d + ... + a_0   (Horner, FMAs)
+
+C[n] is the function at the interval's left end rounded to f32; interval 0 starts at 0 and has
+C = 0 and M = u's step, so that r = x + x * acc(u) keeps relative accuracy down to denormals. The
+a_k are fitted by linear programming for the least maximum error in f32 ulps of the true value
+on a dense grid, then rounded to f32 one at a time (a_0 first), refitting the rest after each.
+The printout also gives each interval's error of the f32 evaluation on dense samples; the
+exhaustive check is benchmarks/ulp_sweep.py on the compiled kernels.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+import numpy as np
+import scipy.optimize
+import scipy.special
+
+Fn = Callable[[np.ndarray], np.ndarray]
+
+
+def ulp(v: np.ndarray) -> np.ndarray:
+    """The f32 spacing at each value of ``v`` (denormal spacing below the normal range)."""
+    t = np.abs(v).astype(np.float32)
+    return np.where(t < np.finfo(np.float32).tiny, 2.0 ** -149, np.spacing(t).astype(np.float64))
+
+
+def fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray | np.float32) -> np.ndarray:
+    """f32 fused multiply-add (an f32 product is exact in f64; the sum rounds twice, which
+    differs from one rounding only on exact f64 ties, rare enough for fitting)."""
+    return (a.astype(np.float64) * b + c).astype(np.float32)
+
+
+def minimax(u: np.ndarray, resid: np.ndarray, w: np.ndarray, degree: int,
+            fixed: dict[int, float]) -> list[float]:
+    """a_0..a_degree minimizing max |w * (sum a_k u**k - resid)|, with ``fixed`` a_k held."""
+    free = [k for k in range(degree + 1) if k not in fixed]
+    basis = np.stack([u**k for k in free], 1) * w[:, None]
+    r = (resid - sum(v * u**k for k, v in fixed.items())) * w
+    ones = np.ones((len(u), 1))
+    a_ub = np.vstack([np.hstack([basis, -ones]), np.hstack([-basis, -ones])])
+    cost = np.r_[np.zeros(len(free)), 1.0]
+    res = scipy.optimize.linprog(cost, A_ub=a_ub, b_ub=np.r_[r, -r],
+                                 bounds=[(None, None)] * (len(free) + 1), method="highs")
+    if res.status != 0:
+        raise SystemExit(f"fit failed: {res.message}")
+    coeffs = dict(fixed)
+    coeffs.update(zip(free, res.x[: len(free)], strict=True))
+    return [coeffs[k] for k in range(degree + 1)]
+
+
+def fit_interval(f: Fn, x0: float, step: float, u_hi: float, m: float, c: float,
+                 degree: int) -> list[float]:
+    """acc's coefficients (a_0 first, rounded to f32) for x = x0 + u * step, u in [0, u_hi]."""
+    u = (0.5 - 0.5 * np.cos(np.linspace(0.0, np.pi, 3000)))[1:] * u_hi
+    y = f(x0 + u * step)
+    resid, w = (y - (u * m + c)) / u, u / ulp(y)
+    fixed: dict[int, float] = {}
+    for k in range(degree + 1):
+        fixed[k] = float(np.float32(minimax(u, resid, w, degree, fixed)[k]))
+    return [fixed[k] for k in range(degree + 1)]
+
+
+def evaluate(u: np.ndarray, m: float, c: float, acc: list[float]) -> np.ndarray:
+    """The kernel's f32 arithmetic for one interval."""
+    a = np.full_like(u, np.float32(acc[-1]))
+    for k in acc[-2::-1]:
+        a = fma32(a, u, np.float32(k))
+    return fma32(u, a, fma32(u, np.full_like(u, np.float32(m)), np.float32(c)))
+
+
+def fit_erf(degree: int) -> tuple[list[list[float]], float]:
+    """erf on 16 intervals of width 1/4 over [0, 3.9375] (erf rounds to 1 beyond 3.92):
+    n = floor(4|x|), u = 4|x| - n. Returns the rows (M, C, a_degree .. a_0) and the worst error."""
+    scale, top = 4.0, 3.9375
+    columns, worst = [], 0.0
+    for n in range(16):
+        u_hi = min(1.0, top * scale - n)
+        m = 1.0 / scale if n == 0 else 0.0
+        c = 0.0 if n == 0 else float(np.float32(scipy.special.erf(n / scale)))
+        acc = fit_interval(scipy.special.erf, n / scale, 1.0 / scale, u_hi, m, c, degree)
+        x = np.linspace(n / scale, (n + u_hi) / scale, 200001).astype(np.float32)
+        if n == 0:
+            x = np.r_[x, np.logspace(-45, -0.7, 20000).astype(np.float32)]
+        u = (x * np.float32(scale) - np.float32(n)).astype(np.float32)
+        truth = scipy.special.erf(x.astype(np.float64))
+        err = np.abs(evaluate(u, m, c, acc) - truth) / ulp(truth)
+        worst = max(worst, float(err.max()))
+        print(f"# interval {n:2d}: {err.max():.3f} ulp (dense samples)")
+        columns.append([m, c, *acc[::-1]])
+    return [list(row) for row in zip(*columns, strict=True)], worst
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("function", choices=["erf"])
+    ap.add_argument("--degree", type=int, default=4, help="degree of acc (default 4)")
+    args = ap.parse_args()
+    rows, worst = fit_erf(args.degree)
+    print(f"# worst {worst:.3f} ulp; rows: M, C, a_{args.degree} .. a_0")
+    print(f"{args.function.upper()}_TABLE = (")
+    for row in rows:
+        print("    (" + ", ".join(repr(float(np.float32(v))) for v in row) + "),")
+    print(")")
+
+
+if __name__ == "__main__":
+    main()
