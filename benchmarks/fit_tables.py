@@ -18,11 +18,14 @@ exhaustive check is benchmarks/ulp_sweep.py on the compiled kernels.
 from __future__ import annotations
 
 import argparse
+import textwrap
 from collections.abc import Callable
 
 import numpy as np
 import scipy.optimize
 import scipy.special
+
+from tcp_rules.codegen import mathtable
 
 Fn = Callable[[np.ndarray], np.ndarray]
 
@@ -77,38 +80,53 @@ def evaluate(u: np.ndarray, m: float, c: float, acc: list[float]) -> np.ndarray:
     return fma32(u, a, fma32(u, np.full_like(u, np.float32(m)), np.float32(c)))
 
 
-def fit_erf(degree: int) -> tuple[list[list[float]], float]:
-    """erf on 16 intervals of width 1/4 over [0, 3.9375] (erf rounds to 1 beyond 3.92):
-    n = floor(4|x|), u = 4|x| - n. Returns the rows (M, C, a_degree .. a_0) and the worst error."""
-    scale, top = 4.0, 3.9375
+def fit_table(f: Fn, starts: list[float], step: float, ends: list[float],
+              degree: int) -> tuple[list[list[float]], float]:
+    """Rows (M, C, a_degree .. a_0) for intervals [starts[n], ends[n]] with x = starts[n] + u *
+    step; also the worst error of the f32 evaluation on dense samples."""
     columns, worst = [], 0.0
-    for n in range(16):
-        u_hi = min(1.0, top * scale - n)
-        m = 1.0 / scale if n == 0 else 0.0
-        c = 0.0 if n == 0 else float(np.float32(scipy.special.erf(n / scale)))
-        acc = fit_interval(scipy.special.erf, n / scale, 1.0 / scale, u_hi, m, c, degree)
-        x = np.linspace(n / scale, (n + u_hi) / scale, 200001).astype(np.float32)
-        if n == 0:
-            x = np.r_[x, np.logspace(-45, -0.7, 20000).astype(np.float32)]
-        u = (x * np.float32(scale) - np.float32(n)).astype(np.float32)
-        truth = scipy.special.erf(x.astype(np.float64))
+    for n, (x0, x1) in enumerate(zip(starts, ends, strict=True)):
+        m = step if x0 == 0 else 0.0
+        c = float(np.float32(f(np.float64(x0))))
+        acc = fit_interval(f, x0, step, (x1 - x0) / step, m, c, degree)
+        x = np.linspace(x0, x1, 200001).astype(np.float32)
+        x = x[(x >= x0) & (x <= x1)]
+        if x0 == 0:
+            x = np.r_[x, np.logspace(-45, np.log10(x1), 20000).astype(np.float32)]
+        u = ((x - np.float32(x0)) * np.float32(1 / step)).astype(np.float32)
+        truth = f(x.astype(np.float64))
         err = np.abs(evaluate(u, m, c, acc) - truth) / ulp(truth)
         worst = max(worst, float(err.max()))
-        print(f"# interval {n:2d}: {err.max():.3f} ulp (dense samples)")
+        print(f"# interval {n:2d} [{x0:g}, {x1:g}]: {err.max():.3f} ulp (dense samples)")
         columns.append([m, c, *acc[::-1]])
     return [list(row) for row in zip(*columns, strict=True)], worst
 
 
+def fit_erf(degree: int) -> tuple[list[list[float]], float]:
+    """erf on mathtable's intervals: n = floor(4|x|), u = 4|x| - n."""
+    starts = [n / 4 for n in range(16)]
+    return fit_table(scipy.special.erf, starts, 0.25, [*starts[1:], mathtable.ERF_TOP], degree)
+
+
+def fit_tanh(degree: int) -> tuple[list[list[float]], float]:
+    """tanh on mathtable's intervals, u = |x| - start (exact). The last interval starts at the
+    clamp, where tanh is 1: a constant, so that tanh(inf) is exactly 1."""
+    starts = list(mathtable.TANH_STARTS)
+    rows, worst = fit_table(np.tanh, starts[:-1], 1.0, [*starts[1:]], degree)
+    return [[*row, 1.0 if k == 1 else 0.0] for k, row in enumerate(rows)], worst
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("function", choices=["erf"])
+    ap.add_argument("function", choices=["erf", "tanh"])
     ap.add_argument("--degree", type=int, default=4, help="degree of acc (default 4)")
     args = ap.parse_args()
-    rows, worst = fit_erf(args.degree)
+    rows, worst = (fit_erf if args.function == "erf" else fit_tanh)(args.degree)
     print(f"# worst {worst:.3f} ulp; rows: M, C, a_{args.degree} .. a_0")
     print(f"{args.function.upper()}_TABLE = (")
     for row in rows:
-        print("    (" + ", ".join(repr(float(np.float32(v))) for v in row) + "),")
+        text = "(" + ", ".join(repr(float(np.float32(v))) for v in row) + "),"
+        print(textwrap.fill(text, 100, initial_indent="    ", subsequent_indent="     "))
     print(")")
 
 

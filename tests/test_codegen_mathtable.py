@@ -1,5 +1,6 @@
-"""The table-driven f32 erf: every lookup strategy and vector width computes the same bits as the
-scalar version, which is within the stated bound, and kernels use the inlined vector variant."""
+"""The table-driven f32 erf and tanh: every lookup strategy and vector width computes the same bits
+as the scalar version, which is within the stated bound, and kernels use the inlined vector
+variant."""
 
 from __future__ import annotations
 
@@ -24,14 +25,19 @@ from tcp_rules.types import DType
 WIDTHS = (1, 4, 8, 16)  # 1: the scalar function's table loads
 
 
-def _erf_module() -> str:
-    """One function per (strategy, width): erf over x[0:n] into out, n a multiple of 16."""
-    module = ir.Module("erf_table")
+FNS = {"erf": mathtable.ERF, "tanh": mathtable.TANH}
+TRUTH = {"erf": scipy.special.erf, "tanh": np.tanh}
+
+
+def _module(fn: mathtable.Piecewise) -> str:
+    """One function per (strategy, width): fn over x[0:n] into out, n a multiple of 16."""
+    module = ir.Module(f"{fn.name}_table")
     for how in mathtable.STRATEGIES:
         for w in WIDTHS:
-            fn = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, I64]), f"erf_{how}_{w}")
-            x, out, n = fn.args
-            entry, body, done = (fn.append_basic_block(s) for s in ("entry", "body", "done"))
+            f = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, I64]),
+                             f"{fn.name}_{how}_{w}")
+            x, out, n = f.args
+            entry, body, done = (f.append_basic_block(s) for s in ("entry", "body", "done"))
             e = IR(ir.IRBuilder(entry))
             e.b.branch(body)
             e.b.position_at_end(body)
@@ -39,8 +45,8 @@ def _erf_module() -> str:
             i.add_incoming(ir.Constant(I64, 0), entry)
             ty = ir.VectorType(F32, w) if w > 1 else F32
             v = e.load(ty, e.gep(F32, x, i), align=4)
-            e.b.store(mathtable.erf_f32(e, v, how if w > 1 else "load"), e.gep(F32, out, i),
-                      align=4)
+            e.b.store(mathtable.evaluate(e, fn, v, how if w > 1 else "load"),
+                      e.gep(F32, out, i), align=4)
             nxt = e.b.add(i, ir.Constant(I64, w))
             i.add_incoming(nxt, body)
             e.b.cbranch(e.b.icmp_unsigned("<", nxt, n), body, done)
@@ -49,23 +55,30 @@ def _erf_module() -> str:
     return str(module)
 
 
-@pytest.fixture(scope="module")
-def erf_fns() -> dict[tuple[str, int], ctypes._CFuncPtr]:
-    text = _erf_module()
-    names = [f"erf_{how}_{w}" for how in mathtable.STRATEGIES for w in WIDTHS]
+@pytest.fixture(scope="module", params=sorted(FNS))
+def fns(request: pytest.FixtureRequest) -> tuple[str, dict[tuple[str, int], ctypes._CFuncPtr]]:
+    text = _module(FNS[request.param])
+    names = [f"{request.param}_{how}_{w}" for how in mathtable.STRATEGIES for w in WIDTHS]
     addrs = jit.load(hashlib.sha256(text.encode()).hexdigest(), names, lambda: text,
                      use_disk=False, vectorize=False)
     proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
-    return {(how, w): proto(addrs[f"erf_{how}_{w}"])
-            for how in mathtable.STRATEGIES for w in WIDTHS}
+    return request.param, {(how, w): proto(addrs[f"{request.param}_{how}_{w}"])
+                           for how in mathtable.STRATEGIES for w in WIDTHS}
 
 
-def _inputs() -> np.ndarray:
-    edges = np.array([0.0, -0.0, 1e-45, -1e-45, 1e-40, 1.1754944e-38, 1e-20, 0.25, 0.2499999,
-                      3.9375, 3.92, 3.9999998, 4.0, 5.0, 1e30, np.inf, -np.inf, np.nan, -np.nan,
-                      *(k / 4 for k in range(-17, 17))], dtype=np.float32)
+def _inputs(name: str) -> np.ndarray:
+    """Edges (interval starts and their neighbours, the clamp, specials) and random values."""
+    fn = FNS[name]
+    starts = np.array(mathtable.TANH_STARTS if name == "tanh" else
+                      [k / 4 for k in range(16)], dtype=np.float32)
+    near = np.concatenate([starts, np.nextafter(starts, np.float32(0)),
+                           np.nextafter(starts, np.float32(np.inf))])
+    edges = np.array([0.0, -0.0, 1e-45, -1e-45, 1e-40, 1.1754944e-38, 1e-20, fn.top,
+                      np.nextafter(np.float32(fn.top), np.float32(0)), fn.top * 1.1, 1e30,
+                      np.inf, -np.inf, np.nan, -np.nan], dtype=np.float32)
     rng = np.random.default_rng(5)
-    x = np.concatenate([edges, rng.uniform(-4.5, 4.5, 1 << 16).astype(np.float32),
+    x = np.concatenate([edges, near, -near, rng.uniform(-1.1, 1.1, 1 << 16).astype(np.float32)
+                        * np.float32(fn.top),
                         np.float32(10.0) ** rng.uniform(-40, 1, 1 << 14).astype(np.float32)])
     return x[: len(x) // 16 * 16]
 
@@ -76,43 +89,48 @@ def _run(fn: ctypes._CFuncPtr, x: np.ndarray) -> np.ndarray:
     return out
 
 
-def test_every_strategy_computes_the_scalar_bits(erf_fns: dict) -> None:  # type: ignore[type-arg]
-    x = _inputs()
-    want = _run(erf_fns["lanes", 1], x).view(np.uint32)
+def test_every_strategy_computes_the_scalar_bits(fns: tuple) -> None:  # type: ignore[type-arg]
+    name, table = fns
+    x = _inputs(name)
+    want = _run(table["lanes", 1], x).view(np.uint32)
     nan = np.isnan(x)
-    for key, fn in erf_fns.items():
+    for key, fn in table.items():
         got = _run(fn, x).view(np.uint32)
         assert (np.isnan(got.view(np.float32)) == nan).all(), key
         bad = (got != want) & ~nan
         assert not bad.any(), f"{key}: {x[bad][:4]} -> {got[bad][:4].view(np.float32)}"
 
 
-def test_scalar_erf_values(erf_fns: dict) -> None:  # type: ignore[type-arg]
-    x = _inputs()
-    got = _run(erf_fns["lanes", 1], x)
+def test_scalar_values(fns: tuple) -> None:  # type: ignore[type-arg]
+    name, table = fns
+    x = _inputs(name)
+    got = _run(table["lanes", 1], x)
     ok = ~np.isnan(x)
-    err = ulp_error(got[ok], scipy.special.erf(x[ok].astype(np.float64)))
-    assert err.max() <= ULP_BOUNDS["erf"], f"{err.max():.3f} ulp at {x[ok][err.argmax()]!r}"
-    big = np.abs(x) >= mathtable.ERF_TOP
+    err = ulp_error(got[ok], TRUTH[name](x[ok].astype(np.float64)))
+    assert err.max() <= ULP_BOUNDS[name], f"{err.max():.3f} ulp at {x[ok][err.argmax()]!r}"
+    big = np.abs(x) >= FNS[name].top
     assert (got[big] == np.sign(x[big])).all()  # saturates to exactly +-1, infinities included
     zero = x == 0
     assert (got[zero] == 0).all() and (np.signbit(got[zero]) == np.signbit(x[zero])).all()
 
 
-def test_kernels_inline_the_vector_variant() -> None:
-    opt = jit.optimized_ir(module_ir(lower_func(unary("erf", DType.F32)).steps[0].kernel, "f"))
+@pytest.mark.parametrize("name", sorted(FNS))
+def test_kernels_inline_the_vector_variant(name: str) -> None:
+    opt = jit.optimized_ir(module_ir(lower_func(unary(name, DType.F32)).steps[0].kernel, "f"))
     kernel = opt[opt.index("define void @f("):]
     kernel = kernel[:kernel.index("\n}\n")]
-    assert "call <16 x float> @__tcpr_erff_v" not in kernel  # inlined after vectorization
+    assert f"@__tcpr_{name}f_v" not in kernel  # inlined after vectorization
     if mathtable.strategy() == "avx512":
-        assert "@llvm.x86.avx512.permvar.sf.512" in kernel
-    assert re.search(r"call (fastcc )?float @__tcpr_erff\(", kernel)  # the remainder loop
+        assert "@llvm.x86.avx512.permvar.sf.512" in kernel or name == "tanh"
+        assert "@llvm.x86.avx512.vpermi2var.ps.512" in kernel or name == "erf"
+    assert re.search(rf"call (fastcc )?float @__tcpr_{name}f\(", kernel)  # the remainder loop
 
 
-def test_remainders_match_the_vector_loop() -> None:
+@pytest.mark.parametrize("name", sorted(FNS))
+def test_remainders_match_the_vector_loop(name: str) -> None:
     """Lengths that leave remainders: every element the same bits as in a long vector run."""
-    cf = compile_func(unary("erf", DType.F32))
-    x = _inputs()
+    cf = compile_func(unary(name, DType.F32))
+    x = _inputs(name)
     (full,) = cf(x)
     for n in (1, 3, 15, 17, 33, 100):
         (part,) = cf(x[40:40 + n].copy())

@@ -149,6 +149,21 @@ def test_batched_matmul_with_epilogue() -> None:
     assert (got == ref).mean() > 0.999  # float rounding may flip values at the threshold
 
 
+@pytest.mark.parametrize("op", ["tanh", "erf", "sigmoid"])
+def test_matmul_epilogue_with_polynomial_math(op: str) -> None:
+    """The epilogue computes on vectors directly: tanh and erf take their table lookups inline."""
+    f = tb.FuncBuilder("mma")
+    a, b = f.param("a", "f32[M, K]"), f.param("b", "f32[K, N]")
+    f.ret(tb.apply_op(op, tb.matmul(a, b)))
+    func = f.finish()
+    rng = np.random.default_rng(8)
+    xs = [rng.standard_normal(s).astype(np.float32) for s in ((37, 16), (16, 70))]
+    cf = compile_func(fuse_everything(func))
+    assert len(cf.plan.steps) == 1
+    (got,) = cf(*xs)
+    np.testing.assert_allclose(got, evaluate(func, xs)[0], rtol=2e-6, atol=1e-6)
+
+
 def test_matmul_epilogue_with_strided_read() -> None:
     f = tb.FuncBuilder("mmt")
     a, b, c = f.param("a", "f64[M, K]"), f.param("b", "f64[K, M]"), f.param("c", "f64[M, M]")

@@ -20,9 +20,8 @@ exp       1.00      1.5    Cody-Waite reduction by ln 2, degree-5 Cephes polynom
                            applied in two steps so denormal results round once
 log       0.91*     1.0    x = 2**n (1 + f), f in [-1/3, 1/3) by subtracting 2/3's bits (no
                            compare); log1p(f) = f + f*f*Q(f), Q of degree 8 fitted (Lawson)
-tanh      1.32*     1.5    |x| < 0.625: odd polynomial (Cephes); else 1 - 2 / (exp(2|x|) + 1)
-                           with a lean exp (|x| clamped to 10, one-part ln2, 2**n by a shift);
-                           one Horner chain with blended coefficients serves both polynomials
+tanh      1.00*     1.5    23 intervals (four per binade from 1/4 to 8), a degree-6
+                           polynomial each, coefficients looked up per lane (mathtable)
 sigmoid   2.48*     3.0    1 / (1 + exp(-x)) as 2**(2-n) / (2**(2-n) + 4 p) for exp(-x) =
                            2**n p: one rounded division, no overflow; 0 for x < -88.72283,
                            where the reference's exp(-x) overflows (swept above that)
@@ -51,17 +50,11 @@ _LN2_HI, _LN2_LO = 0.693359375, -2.12194440e-4  # Cody-Waite split: n * hi is ex
 _SHIFT = 12582912.0  # 1.5 * 2**23: adding it rounds to an integer, kept in the low mantissa bits
 _EXP_P = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
           1.6666665459e-1, 5.0000001201e-1)
-# e**r = 1 + r + r*r*P(r) on |r| <= ln2/2, relative error 2**-28.3
-_EXP5 = (0.0013814520789310336, 0.008368742652237415, 0.04166838899254799, 0.1666652113199234,
-         0.4999999403953552)
 # log(1 + f) = f + f*f*Q(f) on [-1/3, 1/3], relative error 2**-27.7
 _LOG_Q = (-0.12948919832706451, 0.1400471180677414, -0.1216716468334198, 0.14001169800758362,
           -0.16682304441928864, 0.20010747015476227, -0.24999716877937317, 0.3333320915699005,
           -0.5)
 _LOG_OFF = 0x3F2AAAAB  # bits of 2/3: x = 2**n * (1 + f) with 1 + f in [2/3, 4/3)
-_TANH_P = (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
-           -3.33332819422e-1)
-
 
 def _is_f32(x: ir.Value) -> bool:
     return element(x.type) == F32
@@ -118,58 +111,21 @@ def log(e: IR, x: ir.Value) -> ir.Value:
     return b.select(ok, out, special)
 
 
-def _exp_reduce(e: IR, y: ir.Value, split: bool = True) -> tuple[ir.Value, ir.Value]:
-    """(k, r) with y = n ln2 + r, |r| <= ln2/2, and n held in k's low bits (see :func:`_pow2`).
-
-    Valid for |y| < 80 (callers clamp; results never denormal). One-part ln2 (``split=False``)
-    costs |n| * 2**-29 of relative error: fine where the result is damped or |n| small.
-    """
+def _exp_reduce(e: IR, y: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(k, r) with y = n ln2 + r, |r| <= ln2/2, and n held in k's low bits (shifted left by 23,
+    they are n's exponent bits). Valid for |y| < 2**22; ln2 in two parts (Cody-Waite)."""
     b, ty = e.b, y.type
     c = lambda v: e.const(ty, v)  # noqa: E731
     k = e.fma(y, c(_LOG2E), c(_SHIFT))
     n = b.fsub(k, c(_SHIFT))
-    if not split:
-        return k, e.fma(n, c(-0.6931471805599453), y)
     return k, e.fma(n, c(-_LN2_LO), e.fma(n, c(-_LN2_HI), y))
 
 
-def _pow2(e: IR, k: ir.Value) -> ir.Value:
-    """2**n for the n in k's low bits: shifted into the exponent, no float-to-int conversion."""
-    it = _ints(e, k)
-    bits = e.b.add(e.b.shl(e.b.bitcast(k, it), e.const(it, 23)), e.const(it, 0x3F800000))
-    return e.b.bitcast(bits, k.type)
-
-
-def _poly_sel(e: IR, x: ir.Value, cond: ir.Value, c_true: tuple[float, ...],
-              c_false: tuple[float, ...]) -> ir.Value:
-    """Horner's rule with each coefficient picked by ``cond``: two polynomials (in different
-    variables, chosen by the caller) for one chain of multiply-adds. Short lists get zeros."""
-    n = max(len(c_true), len(c_false))
-    ct, cf = (0.0,) * (n - len(c_true)) + c_true, (0.0,) * (n - len(c_false)) + c_false
-    coef = lambda i: e.b.select(cond, e.const(x.type, ct[i]), e.const(x.type, cf[i]))  # noqa: E731
-    acc = coef(0)
-    for i in range(1, n):
-        acc = e.fma(acc, x, coef(i))
-    return acc
-
-
 def tanh(e: IR, x: ir.Value) -> ir.Value:
-    """Hyperbolic tangent (f32 polynomial and exp; libm ``tanh`` for f64)."""
+    """Hyperbolic tangent (f32: piecewise polynomials from tables, see mathtable; f64: libm)."""
     if not _is_f32(x):
         return e.libm("tanh", [x])
-    b, ty = e.b, x.type
-    c = lambda v: e.const(ty, v)  # noqa: E731
-    ax = e.fabs(x)
-    small = b.fcmp_unordered("<", ax, c(0.625))  # NaN takes the small path and stays NaN
-    # |x| >= 0.625: 1 - 2 / (e**2|x| + 1), which damps exp's error (so one-part ln2 will do);
-    # tanh(x) rounds to 1 beyond 9.01 (clamp to 10).
-    k, r = _exp_reduce(e, b.fmul(e.fsel(">", ax, c(10.0), c(10.0), ax), c(2.0)), split=False)
-    z = b.fmul(x, x)
-    v = _poly_sel(e, b.select(small, z, r), small, _TANH_P, _EXP5)
-    s = _pow2(e, k)
-    ex = e.fma(s, e.fma(b.fmul(r, r), v, r), s)
-    large = b.fsub(c(1.0), b.fdiv(c(2.0), b.fadd(ex, c(1.0))))
-    return e.copysign(b.select(small, e.fma(b.fmul(v, z), ax, ax), large), x)  # keeps -0.0
+    return mathtable.call(e, mathtable.TANH, x)
 
 
 def sigmoid(e: IR, x: ir.Value) -> ir.Value:
@@ -195,7 +151,7 @@ def erf(e: IR, x: ir.Value) -> ir.Value:
     """The error function (f32: piecewise polynomials from tables, see mathtable; f64: libm)."""
     if not _is_f32(x):
         return e.libm("erf", [x])
-    return mathtable.erf(e, x)
+    return mathtable.call(e, mathtable.ERF, x)
 
 
 # atan(t) = t + t * z * P(z), z = t**2 <= tan(pi/8)**2; P fitted for relative error (Lawson).

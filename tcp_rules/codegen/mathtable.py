@@ -1,20 +1,27 @@
-"""f32 erf as piecewise polynomials, coefficients looked up per lane from 16-entry tables.
+"""f32 erf and tanh as piecewise polynomials, coefficients looked up per lane from tables.
 
-|x| is cut into 16 intervals of width 1/4 over [0, 3.9375] (erf rounds to 1 beyond 3.92): with
-s = 4|x|, the interval is n = floor(s) and its local variable u = s - n, both exact. There
+|x| is cut into intervals, each with its own polynomial in a local variable u >= 0 that is exact:
 
-    erf(|x|) = fma(u, acc(u), fma(u, M[n], C[n])),   acc(u) = a_4 u**4 + ... + a_0 (Horner)
+- erf: 16 intervals of width 1/4 over [0, 3.9375] (erf rounds to 1 from 3.92 on); with
+  s = 4|x|, interval n = floor(s) and u = s - n.
+- tanh: 23 intervals, [0, 1/4), four per binade from 1/4 to 8, [8, 10), and 10 (|x| clamped
+  there, where tanh is 1: a constant); the exponent and top two mantissa bits of |x| give n, and
+  u = |x| - L[n] (L the interval's start, looked up; exact as L <= |x| < 2L).
 
-with C[n] the value at the interval's left end, so nothing cancels, and interval 0 computing
-|x| + |x| * acc(u) (C = 0, M = 1/4), which keeps relative accuracy down to denormals. The tables
-come from ``benchmarks/fit_tables.py erf``; measured error 1.09 ulp on dense samples (the stated
-bound is mathlib's). That is about 20 vector operations per 16 lanes, no exp, against about 36 for
-a two-branch formula with an exp, and it makes erf memory-bound rather than compute-bound.
+In interval n, with C[n] the function at its start (so nothing cancels) and M[n] = 0, except in
+interval 0 where C = 0 and M = u's step, so that it computes |x| + |x| * acc(u) and keeps
+relative accuracy down to denormals:
 
-A lookup is one instruction per coefficient with AVX-512 (``vpermps``: each lane picks a table
-entry by the low 4 bits of its index), two ``vpermps`` and a blend with AVX2, and one load per
-lane otherwise; scalars load from a constant array. Every strategy computes the same values bit
-for bit, and indices are masked, so a NaN's index stays in bounds.
+    f(|x|) = fma(u, acc(u), fma(u, M[n], C[n])),   acc(u) = a_d u**d + ... + a_0 (Horner)
+
+The tables come from ``benchmarks/fit_tables.py``; mathlib states the measured errors and bounds.
+That is about 20 vector operations per 16 lanes and no exp (erf: 36 before, with a two-branch
+formula around an exp), so these functions are memory-bound rather than compute-bound.
+
+A lookup is one instruction per coefficient with AVX-512 (``vpermps`` for 16 entries, each lane
+picking by the low 4 bits of its index; ``vpermi2ps`` for 32), 8-entry ``vpermps`` and blends
+with AVX2, and one load per lane otherwise; scalars load from a constant array. Every strategy
+computes the same values bit for bit, and indices are masked, so a NaN's index stays in bounds.
 
 The loop vectorizer cannot turn a scalar table load into a permute (it would gather), so kernels
 call an internal scalar function whose vector variants (vector-function-abi-variant) do the
@@ -24,14 +31,16 @@ vectorizer has put the calls in. Vector code (the matmul epilogue) computes inli
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import llvmlite.ir as ir
 
 from tcp_rules.codegen import jit
 from tcp_rules.codegen.irbase import F32, I32, I64, IR, element, like, offer_variants
 
-# Rows M, C, a_4 .. a_0; column n is interval n (benchmarks/fit_tables.py erf, degree 4).
+# Rows M, C, a_4 .. a_0; column n is interval n (benchmarks/fit_tables.py erf).
 ERF_TABLE = (
     (0.25, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
     (0.0, 0.27632638812065125, 0.5204998850822449, 0.7111556529998779, 0.8427007794380188,
@@ -66,9 +75,72 @@ ERF_TABLE = (
      -4.2475193140489864e-08, 5.921863817093254e-07),
 )
 ERF_TOP = 3.9375  # |x| is clamped here: erf rounds to 1 from 3.92 on
+# Rows M, C, a_5 .. a_0; column n is interval n (benchmarks/fit_tables.py tanh --degree 5).
+TANH_TABLE = (
+    (1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+     0.0, 0.0, 0.0, 0.0),
+    (0.0, 0.24491865932941437, 0.3027097284793854, 0.35835739970207214, 0.4115700423717499,
+     0.46211716532707214, 0.5545997023582458, 0.6351489424705505, 0.7039055824279785,
+     0.7615941762924194, 0.8482836484909058, 0.9051482677459717, 0.9413755536079407,
+     0.9640275835990906, 0.9866142868995667, 0.9950547814369202, 0.9981778860092163,
+     0.9993293285369873, 0.9999092221260071, 0.9999877214431763, 0.9999983310699463,
+     0.9999997615814209, 1.0),
+    (-0.03735059127211571, -182.11427307128906, -29.810577392578125, 47.31001663208008,
+     -457.1700134277344, 6.139768600463867, -10.760998725891113, -5.3321404457092285,
+     -11.540247917175293, 0.18914566934108734, 0.08295542746782303, 0.1224137544631958,
+     0.12740468978881836, -0.0002557666157372296, -0.0020210284274071455, 0.003392567625269294,
+     -0.001616265857592225, 3.638942143879831e-05, 3.350874612806365e-05, 1.963790964509826e-05,
+     -1.2086105016351212e-05, -5.869844699191162e-07, 0.0),
+    (0.1433449387550354, 33.39192581176758, 5.620135307312012, -8.862133979797363, 85.7022933959961,
+     -2.2702410221099854, 3.97373104095459, 1.93684983253479, 4.2744975090026855,
+     -0.17390650510787964, -0.0717441588640213, -0.09042663127183914, -0.09095867723226547,
+     0.0043588257394731045, 0.004947970621287823, -0.004317589104175568, 0.002717450726777315,
+     -4.0469527448294684e-05, -9.119201422436163e-05, -5.764987872680649e-05, 3.642939554993063e-05,
+     3.4029849302896764e-06, 0.0),
+    (-0.0012515090638771653, -2.1248939037323, -0.2337183803319931, 0.7922715544700623,
+     -5.856389045715332, 0.466922402381897, -0.4287668764591217, -0.18169012665748596,
+     -0.5486102104187012, 0.06362789124250412, 0.002357694786041975, -0.0001643701398279518,
+     0.0031536712776869535, -0.01757507026195526, -0.009251907467842102, -8.111484930850565e-05,
+     -0.002469913801178336, -0.0002214887790614739, 6.635704630753025e-05, 5.995068931952119e-05,
+     -4.1647010220913216e-05, -7.378946065728087e-06, 0.0),
+    (-0.33326226472854614, -0.18721903860569, -0.20686066150665283, -0.1988118290901184,
+     0.0591263473033905, -0.11275617778301239, 0.018898554146289825, 0.060051992535591125,
+     0.12130572646856308, 0.09894542396068573, 0.10636229068040848, 0.0845937430858612,
+     0.059460561722517014, 0.04201863706111908, 0.0173371322453022, 0.005680351983755827,
+     0.0027448467444628477, 0.0007814772543497384, 5.596158734988421e-05, -1.885273559310008e-05,
+     2.3250346202985384e-05, 7.43340160624939e-06, 0.0),
+    (-1.480327455283259e-06, -0.23116567730903625, -0.27515721321105957, -0.31204140186309814,
+     -0.34471505880355835, -0.36292314529418945, -0.38509151339530945, -0.3794552683830261,
+     -0.35628941655158997, -0.31957685947418213, -0.23775677382946014, -0.16337719559669495,
+     -0.10693700611591339, -0.06809820979833603, -0.02627362497150898, -0.009723729453980923,
+     -0.0036731066647917032, -0.0013148399302735925, -0.0001664192823227495, -1.633141073398292e-05,
+     -8.25756615085993e-06, -3.6116216506343335e-06, 0.0),
+    (5.034882288867948e-09, 0.9400191307067871, 0.9083678126335144, 0.8715783953666687,
+     0.8306254148483276, 0.7864426970481873, 0.6924306750297546, 0.5965915322303772,
+     0.5045292973518372, 0.41996848583221436, 0.2804124057292938, 0.1807025820016861,
+     0.11380774527788162, 0.07065033167600632, 0.02659383788704872, 0.009862035512924194,
+     0.0036425527650862932, 0.0013388360384851694, 0.0001802913029678166, 2.387071799603291e-05,
+     3.748925337276887e-06, 9.607498441255302e-07, 0.0),
+)
+TANH_TOP = 10.0  # tanh rounds to 1 from 9.01 on; [10, 12) is an interval where it is 1 exactly
+TANH_STARTS = (0.0, *(2.0 ** (e - 2) * (1 + q / 4) for e in range(5) for q in range(4)), 8.0,
+               TANH_TOP)
+_TANH_BIAS = (125 << 2) - 1  # the exponent and two mantissa bits of 1/4 (interval 1)
 _SHIFT = 12582912.0  # 1.5 * 2**23: adding it puts an integer-valued float's value in low bits
 STRATEGIES = ("avx512", "avx2", "lanes")
 _VFS = (4, 8, 16)  # vector variants offered to the loop vectorizer
+
+Interval = Callable[[IR, ir.Value, str], tuple[ir.Value, ir.Value]]
+
+
+@dataclass(frozen=True)
+class Piecewise:
+    """A function evaluated by table: ``interval`` maps the clamped |x| to (u, index)."""
+
+    name: str
+    top: float
+    rows: tuple[tuple[float, ...], ...]  # M, C, a_d .. a_0, padded to 16 or 32 entries
+    interval: Interval
 
 
 def strategy() -> str:
@@ -76,6 +148,10 @@ def strategy() -> str:
     if jit.has_feature("avx512f"):
         return "avx512"
     return "avx2" if jit.has_feature("avx2") else "lanes"
+
+
+def _pad(row: Sequence[float]) -> tuple[float, ...]:
+    return (*row, *[0.0] * ((16 if len(row) <= 16 else 32) - len(row)))
 
 
 def _shuffle(e: IR, a: ir.Value, b: ir.Value, lanes: Sequence[int]) -> ir.Value:
@@ -90,96 +166,111 @@ def _resize(e: IR, v: ir.Value, n: int) -> ir.Value:
     return _shuffle(e, v, v, [i if i < count else 0 for i in range(n)])
 
 
-def _table_global(e: IR, name: str, table: Sequence[Sequence[float]]) -> ir.GlobalVariable:
-    found = e.module.globals.get(name)
-    if isinstance(found, ir.GlobalVariable):
-        return found
-    ty = ir.ArrayType(ir.ArrayType(F32, 16), len(table))
-    g = ir.GlobalVariable(e.module, ty, name)
-    g.linkage, g.global_constant, g.unnamed_addr = "internal", True, True
-    g.initializer = ir.Constant(ty, [ir.Constant(ty.element, list(row)) for row in table])
-    return g
-
-
-def _load(e: IR, table: ir.GlobalVariable, row: int, idx: ir.Value) -> ir.Value:
-    """table[row][idx & 15] for a scalar i32 index."""
-    i = e.b.zext(e.b.and_(idx, ir.Constant(I32, 15)), I64)
-    ptr = e.b.gep(table, [ir.Constant(I64, 0), ir.Constant(I64, row), i], inbounds=True)
+def _load(e: IR, values: tuple[float, ...], idx: ir.Value) -> ir.Value:
+    """values[idx mod len(values)] for a scalar i32 index, from a constant array."""
+    name = "__tcpr_table." + hashlib.sha256(repr(values).encode()).hexdigest()[:16]
+    table = e.module.globals.get(name)
+    if not isinstance(table, ir.GlobalVariable):
+        ty = ir.ArrayType(F32, len(values))
+        table = ir.GlobalVariable(e.module, ty, name)
+        table.linkage, table.global_constant, table.unnamed_addr = "internal", True, True
+        table.initializer = ir.Constant(ty, list(values))
+    i = e.b.zext(e.b.and_(idx, ir.Constant(I32, len(values) - 1)), I64)
+    ptr = e.b.gep(table, [ir.Constant(I64, 0), i], inbounds=True)
     return e.b.load(ptr, typ=F32)
 
 
-def _permute8(e: IR, row: Sequence[float], idx: ir.Value) -> ir.Value:
-    """AVX2: the 16-entry lookup for 8 lanes, as two 8-entry permutes and a blend on bit 3."""
-    tabs = [ir.Constant(ir.VectorType(F32, 8), list(row[h:h + 8])) for h in (0, 8)]
-    lo, hi = (e.intrinsic("x86.avx2.permps", [t, idx], tys=[]) for t in tabs)
-    high = e.b.icmp_unsigned("!=", e.b.and_(idx, e.const(idx.type, 8)), e.const(idx.type, 0))
-    return e.b.select(high, hi, lo)
+def _avx2(e: IR, values: tuple[float, ...], idx: ir.Value) -> ir.Value:
+    """AVX2, 8 lanes: 8-entry permutes, halves of larger tables picked by the index's bits."""
+    if len(values) == 8:
+        tab = ir.Constant(ir.VectorType(F32, 8), list(values))
+        return e.intrinsic("x86.avx2.permps", [tab, idx], tys=[])
+    h = len(values) // 2
+    high = e.b.icmp_unsigned("!=", e.b.and_(idx, e.const(idx.type, h)), e.const(idx.type, 0))
+    return e.b.select(high, _avx2(e, values[h:], idx), _avx2(e, values[:h], idx))
 
 
-def lookup(e: IR, table: ir.GlobalVariable, row: int, values: Sequence[float], idx: ir.Value,
-           how: str) -> ir.Value:
-    """Entry ``idx & 15`` of a 16-entry table row, per lane of ``idx`` (or for a scalar)."""
+def lookup(e: IR, values: tuple[float, ...], idx: ir.Value, how: str) -> ir.Value:
+    """Entry ``idx mod len(values)`` (16 or 32 entries) per lane of ``idx``, or for a scalar."""
     if not isinstance(idx.type, ir.VectorType):
-        return _load(e, table, row, idx)
+        return _load(e, values, idx)
     n = idx.type.count
     if how == "avx512":
-        tab = ir.Constant(ir.VectorType(F32, 16), list(values))
-        return _resize(e, e.intrinsic("x86.avx512.permvar.sf.512", [tab, _resize(e, idx, 16)],
-                                      tys=[]), n)
-    if how == "avx2":  # 8 lanes at a time
+        vec16 = ir.VectorType(F32, 16)
+        i16 = _resize(e, idx, 16)
+        if len(values) == 16:
+            out = e.intrinsic("x86.avx512.permvar.sf.512", [ir.Constant(vec16, list(values)), i16],
+                              tys=[])
+        else:  # bit 4 of the index picks the second half
+            lo, hi = (ir.Constant(vec16, list(values[h:h + 16])) for h in (0, 16))
+            out = e.intrinsic("x86.avx512.vpermi2var.ps.512", [lo, i16, hi], tys=[])
+        return _resize(e, out, n)
+    if how == "avx2":
         if n > 8:
-            lo, hi = (lookup(e, table, row, values, _shuffle(e, idx, idx, range(h, h + n // 2)),
-                             how) for h in (0, n // 2))
+            lo, hi = (lookup(e, values, _shuffle(e, idx, idx, range(h, h + n // 2)), how)
+                      for h in (0, n // 2))
             return _shuffle(e, lo, hi, range(n))
-        return _resize(e, _permute8(e, values, _resize(e, idx, 8)), n)
+        return _resize(e, _avx2(e, values, _resize(e, idx, 8)), n)
     vec: ir.Value = ir.Constant(ir.VectorType(F32, n), ir.Undefined)
     for lane in range(n):
         at = ir.Constant(I32, lane)
-        vec = e.b.insert_element(vec, _load(e, table, row, e.b.extract_element(idx, at)), at)
+        vec = e.b.insert_element(vec, _load(e, values, e.b.extract_element(idx, at)), at)
     return vec
 
 
-def erf_f32(e: IR, x: ir.Value, how: str) -> ir.Value:
-    """erf of f32 ``x`` (a scalar or a vector) by the table; ``how`` picks the vector lookup."""
-    b, ty = e.b, x.type
-    c = lambda v: e.const(ty, v)  # noqa: E731
-    ax = e.fabs(x)
-    t = e.fsel(">", ax, c(ERF_TOP), c(ERF_TOP), ax)  # clamps infinities; NaN stays NaN
-    s = b.fmul(t, c(4.0))
+def _erf_interval(e: IR, t: ir.Value, how: str) -> tuple[ir.Value, ir.Value]:
+    s = e.b.fmul(t, e.const(t.type, 4.0))
     n = e.intrinsic("floor", [s])
-    idx = b.bitcast(b.fadd(n, c(_SHIFT)), like(ty, I32))  # n in the low bits, masked by lookups
-    u = b.fsub(s, n)
-    table = _table_global(e, "__tcpr_erf_table", ERF_TABLE)
-    coef = [lookup(e, table, r, row, idx, how) for r, row in enumerate(ERF_TABLE)]
-    acc = coef[2]
-    for a in coef[3:]:
-        acc = e.fma(acc, u, a)
-    r = e.fma(u, acc, e.fma(u, coef[0], coef[1]))
-    return e.copysign(r, x)
+    idx = e.b.bitcast(e.b.fadd(n, e.const(t.type, _SHIFT)), like(t.type, I32))  # n, low bits
+    return e.b.fsub(s, n), idx
 
 
-def _erf_fn(e: IR, ty: ir.Type) -> ir.Function:
-    """The internal erf function on ``ty``: scalar (not inlined, so that the vectorizer sees a
-    call), with vector variants (inlined after vectorization)."""
+def _tanh_interval(e: IR, t: ir.Value, how: str) -> tuple[ir.Value, ir.Value]:
+    it = like(t.type, I32)
+    q = e.b.sub(e.b.lshr(e.b.bitcast(t, it), e.const(it, 21)), e.const(it, _TANH_BIAS))
+    idx = e.b.select(e.b.icmp_signed("<", q, e.const(it, 0)), e.const(it, 0), q)  # [0, 1/4)
+    return e.b.fsub(t, lookup(e, _pad(TANH_STARTS), idx, how)), idx
+
+
+ERF = Piecewise("erf", ERF_TOP, tuple(_pad(r) for r in ERF_TABLE), _erf_interval)
+TANH = Piecewise("tanh", TANH_TOP, tuple(_pad(r) for r in TANH_TABLE), _tanh_interval)
+
+
+def evaluate(e: IR, fn: Piecewise, x: ir.Value, how: str) -> ir.Value:
+    """``fn`` of f32 ``x`` (a scalar or a vector); ``how`` picks the vector lookup."""
+    ty = x.type
+    ax = e.fabs(x)
+    t = e.fsel(">", ax, e.const(ty, fn.top), e.const(ty, fn.top), ax)  # NaN stays NaN
+    u, idx = fn.interval(e, t, how)
+    m, c, *acc = (lookup(e, row, idx, how) for row in fn.rows)
+    a = acc[0]
+    for k in acc[1:]:
+        a = e.fma(a, u, k)
+    return e.copysign(e.fma(u, a, e.fma(u, m, c)), x)  # odd functions: -0.0 and NaN kept
+
+
+def _function(e: IR, fn: Piecewise, ty: ir.Type) -> ir.Function:
+    """The internal function computing ``fn`` on ``ty``: scalar (not inlined, so that the
+    vectorizer sees a call) with vector variants (inlined after vectorization)."""
     vector = isinstance(ty, ir.VectorType)
-    name = f"__tcpr_erff_v{ty.count}" if vector else "__tcpr_erff"
+    name = f"__tcpr_{fn.name}f" + (f"_v{ty.count}" if vector else "")
     found = e.module.globals.get(name)
     if isinstance(found, ir.Function):
         return found
-    fn = ir.Function(e.module, ir.FunctionType(ty, [ty]), name=name)
-    fn.linkage = "internal"
+    f = ir.Function(e.module, ir.FunctionType(ty, [ty]), name=name)
+    f.linkage = "internal"
     for attr in ("readnone", "nounwind", "alwaysinline" if vector else "noinline"):
-        fn.attributes.add(attr)
-    fe = IR(ir.IRBuilder(fn.append_basic_block("entry")))
-    fe.b.ret(erf_f32(fe, fn.args[0], strategy() if vector else "load"))
+        f.attributes.add(attr)
+    fe = IR(ir.IRBuilder(f.append_basic_block("entry")))
+    fe.b.ret(evaluate(fe, fn, f.args[0], strategy() if vector else "load"))
     if not vector:
-        offer_variants(e.module, fn, [_erf_fn(e, ir.VectorType(F32, vf)) for vf in _VFS])
-    return fn
+        offer_variants(e.module, f, [_function(e, fn, ir.VectorType(F32, vf)) for vf in _VFS])
+    return f
 
 
-def erf(e: IR, x: ir.Value) -> ir.Value:
-    """erf of f32 ``x``: a call the loop vectorizer widens (scalars), inline code (vectors)."""
+def call(e: IR, fn: Piecewise, x: ir.Value) -> ir.Value:
+    """``fn`` of f32 ``x``: a call the loop vectorizer widens (scalars), inline code (vectors)."""
     assert element(x.type) == F32
     if isinstance(x.type, ir.VectorType):
-        return erf_f32(e, x, strategy())
-    return e.b.call(_erf_fn(e, x.type), [x])
+        return evaluate(e, fn, x, strategy())
+    return e.b.call(_function(e, fn, x.type), [x])
