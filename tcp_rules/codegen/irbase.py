@@ -21,6 +21,8 @@ I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 PTR = ir.PointerType()
 VOID = ir.VoidType()
+# 1.5 * 2**23: an f32 plus this rounds to an integer, which lands in the low mantissa bits
+ROUND_SHIFT = 12582912.0
 
 _REG = {DType.F32: F32, DType.F64: F64, DType.I32: I32, DType.I64: I64, DType.I1: I1}
 

@@ -40,14 +40,23 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from tcp_rules.codegen import mathtable
-from tcp_rules.codegen.irbase import F32, I1, I8, I32, IR, element, like, offer_variants
+from tcp_rules.codegen.irbase import (
+    F32,
+    I1,
+    I8,
+    I32,
+    IR,
+    ROUND_SHIFT,
+    element,
+    like,
+    offer_variants,
+)
 
 ULP_BOUNDS = {"exp": 1.5, "log": 1.0, "tanh": 1.5, "sigmoid": 3.0, "erf": 1.5, "atan": 2.5,
               "sin": 1.6, "cos": 1.6}
 
 _LOG2E = 1.44269504088896341
 _LN2_HI, _LN2_LO = 0.693359375, -2.12194440e-4  # Cody-Waite split: n * hi is exact
-_SHIFT = 12582912.0  # 1.5 * 2**23: adding it rounds to an integer, kept in the low mantissa bits
 _EXP_P = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
           1.6666665459e-1, 5.0000001201e-1)
 # log(1 + f) = f + f*f*Q(f) on [-1/3, 1/3], relative error 2**-27.7
@@ -116,8 +125,8 @@ def _exp_reduce(e: IR, y: ir.Value) -> tuple[ir.Value, ir.Value]:
     they are n's exponent bits). Valid for |y| < 2**22; ln2 in two parts (Cody-Waite)."""
     b, ty = e.b, y.type
     c = lambda v: e.const(ty, v)  # noqa: E731
-    k = e.fma(y, c(_LOG2E), c(_SHIFT))
-    n = b.fsub(k, c(_SHIFT))
+    k = e.fma(y, c(_LOG2E), c(ROUND_SHIFT))
+    n = b.fsub(k, c(ROUND_SHIFT))
     return k, e.fma(n, c(-_LN2_LO), e.fma(n, c(-_LN2_HI), y))
 
 
@@ -205,8 +214,8 @@ def _sincos_fast(e: IR, x: ir.Value, cos: bool) -> ir.Value:
     it = _ints(e, x)
     ci = lambda v: e.const(it, v)  # noqa: E731
     a = e.fabs(x)  # sin(-x) = -sin(x): the sign goes back on at the end, so sin(-0.0) = -0.0
-    k = e.fma(a, c(0.6366197723675814), c(_SHIFT))  # n = round(a * 2/pi) in k's low bits
-    n = b.fsub(k, c(_SHIFT))
+    k = e.fma(a, c(0.6366197723675814), c(ROUND_SHIFT))  # n = round(a * 2/pi) in k's low bits
+    n = b.fsub(k, c(ROUND_SHIFT))
     r = e.fma(n, c(-_PIO2[2]), e.fma(n, c(-_PIO2[1]), e.fma(n, c(-_PIO2[0]), a)))
     z = b.fmul(r, r)
     sin_r = e.fma(b.fmul(e.poly(z, _SIN_P), z), r, r)

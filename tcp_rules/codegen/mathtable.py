@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import llvmlite.ir as ir
 
 from tcp_rules.codegen import jit
-from tcp_rules.codegen.irbase import F32, I32, I64, IR, element, like, offer_variants
+from tcp_rules.codegen.irbase import F32, I32, I64, IR, ROUND_SHIFT, element, like, offer_variants
 
 # Rows M, C, a_4 .. a_0; column n is interval n (benchmarks/fit_tables.py erf).
 ERF_TABLE = (
@@ -126,7 +126,6 @@ TANH_TOP = 10.0  # tanh rounds to 1 from 9.01 on; [10, 12) is an interval where 
 TANH_STARTS = (0.0, *(2.0 ** (e - 2) * (1 + q / 4) for e in range(5) for q in range(4)), 8.0,
                TANH_TOP)
 _TANH_BIAS = (125 << 2) - 1  # the exponent and two mantissa bits of 1/4 (interval 1)
-_SHIFT = 12582912.0  # 1.5 * 2**23: adding it puts an integer-valued float's value in low bits
 STRATEGIES = ("avx512", "avx2", "lanes")
 _VFS = (4, 8, 16)  # vector variants offered to the loop vectorizer
 
@@ -221,7 +220,7 @@ def lookup(e: IR, values: tuple[float, ...], idx: ir.Value, how: str) -> ir.Valu
 def _erf_interval(e: IR, t: ir.Value, how: str) -> tuple[ir.Value, ir.Value]:
     s = e.b.fmul(t, e.const(t.type, 4.0))
     n = e.intrinsic("floor", [s])
-    idx = e.b.bitcast(e.b.fadd(n, e.const(t.type, _SHIFT)), like(t.type, I32))  # n, low bits
+    idx = e.b.bitcast(e.b.fadd(n, e.const(t.type, ROUND_SHIFT)), like(t.type, I32))  # n, low bits
     return e.b.fsub(s, n), idx
 
 
@@ -237,7 +236,7 @@ TANH = Piecewise("tanh", TANH_TOP, tuple(_pad(r) for r in TANH_TABLE), _tanh_int
 
 
 def evaluate(e: IR, fn: Piecewise, x: ir.Value, how: str) -> ir.Value:
-    """``fn`` of f32 ``x`` (a scalar or a vector); ``how`` picks the vector lookup."""
+    """``fn`` of f32 ``x``, a scalar (table loads) or a vector (``how``, one of STRATEGIES)."""
     ty = x.type
     ax = e.fabs(x)
     t = e.fsel(">", ax, e.const(ty, fn.top), e.const(ty, fn.top), ax)  # NaN stays NaN
