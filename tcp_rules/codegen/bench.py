@@ -3,7 +3,8 @@
 Every case is timed in the same process and run (medians of ``repeats`` after a warm-up), the
 engines taking turns. A STREAM-like loop (copy, best of NumPy's and a compiled loop, or a*b+c
 triad) takes its turns as well, and a memory-bound case's roofline fraction divides its bandwidth
-by that loop's: both see the same load from other processes. Compiled kernels write into
+by that loop's in the same round (the median over rounds of these paired ratios): both see the
+same load from other processes. Compiled kernels write into
 preallocated outputs (``out=``), as a caller in a loop would; NumPy runs its natural expression.
 Compile time per kernel is measured against an empty cache, and the time to load the cached
 kernels of a program in a fresh process is measured by running one.
@@ -40,7 +41,7 @@ class Row:
     bytes: float = 0.0
     flops: float = 0.0
     stream: str = "copy"
-    local_gbs: float | None = None  # the stream loop's bandwidth, timed in turn with the case
+    roofline: float | None = None  # median of paired ratios to the stream loop, round by round
 
 
 def _median(fn: Callable[[], object], repeats: int) -> float:
@@ -129,11 +130,16 @@ def run_case(name: str, repeats: int, threads: int, loops: Stream | None = None)
                 t0 = time.perf_counter()
                 fn()
                 times[engine].append(time.perf_counter() - t0)
-        medians = {e: statistics.median(ts) for e, ts in times.items()}
-        row.times = {e: t for e, t in medians.items() if not e.startswith("_stream")}
-        if loops is not None and refs:
-            row.local_gbs = loops.gbs(variant.stream, min(t for e, t in medians.items()
-                                                          if e.startswith("_stream")))
+        row.times = {e: statistics.median(ts) for e, ts in times.items()
+                     if not e.startswith("_stream")}
+        if loops is not None and refs and "tcp-rules" in times:
+            # Per round: bandwidth over the best stream loop's in that round. Slow swings in
+            # the load from other processes cancel in each ratio.
+            best = [min(ts) for ts in zip(*(times[f"_stream{i}"] for i in range(len(refs))),
+                                          strict=True)]
+            row.roofline = statistics.median(
+                variant.bytes / t / 1e9 / loops.gbs(variant.stream, s)
+                for s, t in zip(best, times["tcp-rules"], strict=True))
         rows.append(row)
     return rows
 
@@ -225,7 +231,7 @@ def _row_json(r: Row, bw: dict[str, float]) -> dict[str, Any]:
                 out[f"vs_{other.replace('-', '_')}"] = r.times[other] / t
         if r.bytes:
             out["gbs"] = r.bytes / t / 1e9
-            out["roofline"] = out["gbs"] / (r.local_gbs or bw[r.stream])
+            out["roofline"] = r.roofline if r.roofline is not None else out["gbs"] / bw[r.stream]
             out["roofline_vs_start"] = out["gbs"] / bw[r.stream]
         if r.flops:
             out["gflops"] = r.flops / t / 1e9
@@ -239,8 +245,8 @@ def _table(rep: dict[str, Any]) -> str:
              f"{', '.join(m['engines'])}; medians of {rep['repeats']} runs; "
              f"OPENBLAS_NUM_THREADS={m['OPENBLAS_NUM_THREADS']}",
              f"STREAM-like bandwidth at the start: copy {bw['copy']:.1f} GB/s, triad "
-             f"{bw['triad']:.1f} GB/s; roofline: against the stream loop timed in turn with the "
-             "case (@start: against the bandwidth at the start)",
+             f"{bw['triad']:.1f} GB/s; roofline: against the stream loop timed in the same "
+             "round as the case, median over rounds (@start: against the bandwidth at the start)",
              "", f"{'case':<34}" + "".join(f"{e:>11}" for e in engines)
              + f"{'vs numpy':>10}{'vs nofuse':>10}{'vs numba':>10}{'roofline':>10}{'@start':>8}"
              + f"{'GFLOP/s':>9}"]
