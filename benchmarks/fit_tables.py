@@ -1,9 +1,10 @@
 """Fit the per-interval coefficient tables of tcp_rules/codegen/mathtable.py. Usage:
 
-    .venv/bin/python benchmarks/fit_tables.py erf            # prints ERF_TABLE, about a minute
+    .venv/bin/python benchmarks/fit_tables.py erf     # prints ERF_TABLE as committed, a minute
+    .venv/bin/python benchmarks/fit_tables.py tanh    # TANH_TABLE (acc of degree 5)
     .venv/bin/python benchmarks/fit_tables.py erf --degree 5
 
-The kernels evaluate, for x in interval n (one of 16) and its local variable u,
+The kernels evaluate, for x in interval n and its local variable u (mathtable defines both),
 
     r = fma(u, acc(u), fma(u, M[n], C[n])),   acc(u) = a_d u**d + ... + a_0   (Horner, FMAs)
 
@@ -119,10 +120,11 @@ def fit_tanh(degree: int) -> tuple[list[list[float]], float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("function", choices=["erf", "tanh"])
-    ap.add_argument("--degree", type=int, default=4, help="degree of acc (default 4)")
+    ap.add_argument("--degree", type=int, help="degree of acc (default: erf 4, tanh 5, as used)")
     args = ap.parse_args()
-    rows, worst = (fit_erf if args.function == "erf" else fit_tanh)(args.degree)
-    print(f"# worst {worst:.3f} ulp; rows: M, C, a_{args.degree} .. a_0")
+    degree = args.degree if args.degree is not None else {"erf": 4, "tanh": 5}[args.function]
+    rows, worst = (fit_erf if args.function == "erf" else fit_tanh)(degree)
+    print(f"# worst {worst:.3f} ulp; rows: M, C, a_{degree} .. a_0")
     print(f"{args.function.upper()}_TABLE = (")
     for row in rows:
         text = "(" + ", ".join(repr(float(np.float32(v))) for v in row) + "),"

@@ -75,7 +75,7 @@ ERF_TABLE = (
      -4.2475193140489864e-08, 5.921863817093254e-07),
 )
 ERF_TOP = 3.9375  # |x| is clamped here: erf rounds to 1 from 3.92 on
-# Rows M, C, a_5 .. a_0; column n is interval n (benchmarks/fit_tables.py tanh --degree 5).
+# Rows M, C, a_5 .. a_0; column n is interval n (benchmarks/fit_tables.py tanh).
 TANH_TABLE = (
     (1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
      0.0, 0.0, 0.0, 0.0),
