@@ -4,66 +4,41 @@ variant."""
 
 from __future__ import annotations
 
-import ctypes
-import hashlib
 import re
+from collections.abc import Callable
 
-import llvmlite.ir as ir
 import numpy as np
 import pytest
 import scipy.special
-from codegen.support import tcpr_cache, unary  # noqa: F401
+from codegen.support import Body, loop_kernels, tcpr_cache, unary  # noqa: F401
 from test_codegen_math import ulp_error
 
 from tcp_rules.codegen import compile_func, jit, mathtable
-from tcp_rules.codegen.irbase import F32, I64, IR, PTR, VOID
 from tcp_rules.codegen.lower import lower_func
 from tcp_rules.codegen.mathlib import ULP_BOUNDS
 from tcp_rules.codegen.runtime import module_ir
 from tcp_rules.types import DType
 
 WIDTHS = (1, 4, 8, 16)  # 1: the scalar function's table loads
+Run = Callable[[np.ndarray], np.ndarray]
 
 
 FNS = {"erf": mathtable.ERF, "tanh": mathtable.TANH}
 TRUTH = {"erf": scipy.special.erf, "tanh": np.tanh}
 
 
-def _module(fn: mathtable.Piecewise) -> str:
-    """One function per (strategy, width): fn over x[0:n] into out, n a multiple of 16."""
-    module = ir.Module(f"{fn.name}_table")
-    for how in mathtable.STRATEGIES:
-        for w in WIDTHS:
-            f = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, I64]),
-                             f"{fn.name}_{how}_{w}")
-            x, out, n = f.args
-            entry, body, done = (f.append_basic_block(s) for s in ("entry", "body", "done"))
-            e = IR(ir.IRBuilder(entry))
-            e.b.branch(body)
-            e.b.position_at_end(body)
-            i = e.b.phi(I64)
-            i.add_incoming(ir.Constant(I64, 0), entry)
-            ty = ir.VectorType(F32, w) if w > 1 else F32
-            v = e.load(ty, e.gep(F32, x, i), align=4)
-            e.b.store(mathtable.evaluate(e, fn, v, how if w > 1 else "load"),
-                      e.gep(F32, out, i), align=4)
-            nxt = e.b.add(i, ir.Constant(I64, w))
-            i.add_incoming(nxt, body)
-            e.b.cbranch(e.b.icmp_unsigned("<", nxt, n), body, done)
-            e.b.position_at_end(done)
-            e.b.ret_void()
-    return str(module)
+def _body(fn: mathtable.Piecewise, how: str) -> Body:
+    return lambda e, v: mathtable.evaluate(e, fn, v, how)
 
 
 @pytest.fixture(scope="module", params=sorted(FNS))
-def fns(request: pytest.FixtureRequest) -> tuple[str, dict[tuple[str, int], ctypes._CFuncPtr]]:
-    text = _module(FNS[request.param])
-    names = [f"{request.param}_{how}_{w}" for how in mathtable.STRATEGIES for w in WIDTHS]
-    addrs = jit.load(hashlib.sha256(text.encode()).hexdigest(), names, lambda: text,
-                     use_disk=False, vectorize=False)
-    proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
-    return request.param, {(how, w): proto(addrs[f"{request.param}_{how}_{w}"])
-                           for how in mathtable.STRATEGIES for w in WIDTHS}
+def fns(request: pytest.FixtureRequest) -> tuple[str, dict[tuple[str, int], Run]]:
+    """One runner per (strategy, width); width 1 is the scalar function's table loads."""
+    fn = FNS[request.param]
+    bodies = {(how, w): (w, _body(fn, how if w > 1 else "load"))
+              for how in mathtable.STRATEGIES for w in WIDTHS}
+    runs = loop_kernels({f"{fn.name}_{how}_{w}": b for (how, w), b in bodies.items()})
+    return request.param, {key: runs[f"{fn.name}_{key[0]}_{key[1]}"] for key in bodies}
 
 
 def _inputs(name: str) -> np.ndarray:
@@ -83,28 +58,23 @@ def _inputs(name: str) -> np.ndarray:
     return x[: len(x) // 16 * 16]
 
 
-def _run(fn: ctypes._CFuncPtr, x: np.ndarray) -> np.ndarray:
-    out = np.empty_like(x)
-    fn(x.ctypes.data, out.ctypes.data, x.size)
-    return out
-
-
-def test_every_strategy_computes_the_scalar_bits(fns: tuple) -> None:  # type: ignore[type-arg]
+def test_every_strategy_computes_the_scalar_bits(fns: tuple[str, dict[tuple[str, int], Run]]
+                                                ) -> None:
     name, table = fns
     x = _inputs(name)
-    want = _run(table["lanes", 1], x).view(np.uint32)
+    want = table["lanes", 1](x).view(np.uint32)
     nan = np.isnan(x)
     for key, fn in table.items():
-        got = _run(fn, x).view(np.uint32)
+        got = fn(x).view(np.uint32)
         assert (np.isnan(got.view(np.float32)) == nan).all(), key
         bad = (got != want) & ~nan
         assert not bad.any(), f"{key}: {x[bad][:4]} -> {got[bad][:4].view(np.float32)}"
 
 
-def test_scalar_values(fns: tuple) -> None:  # type: ignore[type-arg]
+def test_scalar_values(fns: tuple[str, dict[tuple[str, int], Run]]) -> None:
     name, table = fns
     x = _inputs(name)
-    got = _run(table["lanes", 1], x)
+    got = table["lanes", 1](x)
     ok = ~np.isnan(x)
     err = ulp_error(got[ok], TRUTH[name](x[ok].astype(np.float64)))
     assert err.max() <= ULP_BOUNDS[name], f"{err.max():.3f} ulp at {x[ok][err.argmax()]!r}"

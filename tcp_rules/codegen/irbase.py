@@ -177,3 +177,37 @@ def offer_variants(module: ir.Module, fn: ir.Function, variants: Sequence[ir.Fun
         _keep(module, v)
     abi = ",".join(f"_ZGV_LLVM_N{v.args[0].type.count}v_{fn.name}({v.name})" for v in variants)
     set.add(fn.attributes, f'"vector-function-abi-variant"="{abi}"')  # bypasses the check
+
+
+VARIANT_WIDTHS = (4, 8, 16)  # the vector variants offered to the loop vectorizer
+Body = Callable[[IR, ir.Value], ir.Value]
+
+
+def _widenable(e: IR, name: str, ty: ir.Type, body: Body) -> ir.Function:
+    """Internal function ``__tcpr_{name}`` computing ``body`` on ``ty``: the scalar one not
+    inlined (the vectorizer sees a call), its vector variants inlined after vectorization."""
+    vector = isinstance(ty, ir.VectorType)
+    fname = f"__tcpr_{name}" + (f"_v{ty.count}" if vector else "")
+    found = e.module.globals.get(fname)
+    if isinstance(found, ir.Function):
+        return found
+    f = ir.Function(e.module, ir.FunctionType(ty, [ty]), name=fname)
+    f.linkage = "internal"
+    for attr in ("readnone", "nounwind", "alwaysinline" if vector else "noinline"):
+        f.attributes.add(attr)
+    fe = IR(ir.IRBuilder(f.append_basic_block("entry")))
+    fe.b.ret(body(fe, f.args[0]))
+    if not vector:
+        offer_variants(e.module, f, [_widenable(e, name, ir.VectorType(ty, vf), body)
+                                     for vf in VARIANT_WIDTHS])
+    return f
+
+
+def widened(e: IR, name: str, x: ir.Value, body: Body) -> ir.Value:
+    """``body(e, x)`` for code the loop vectorizer cannot widen itself (x86 vector intrinsics,
+    permutes): for a scalar ``x``, a call of an internal function whose vector variants the
+    vectorizer substitutes (jit._optimize inlines them after O3); for a vector, inline code.
+    ``body`` gets scalars in the remainder loop and must compute the same bits there."""
+    if isinstance(x.type, ir.VectorType):
+        return body(e, x)
+    return e.b.call(_widenable(e, name, x.type, body), [x])

@@ -1,7 +1,10 @@
 """Vectorizable f32 exp, log, tanh, sigmoid, erf, atan, sin and cos written in LLVM IR.
 
 Branch-free (selects only), so LLVM's loop vectorizer turns them into AVX code; libm calls would
-stay scalar. f64 versions call libm (accurate, scalar), as do pow and atan2 in both widths.
+stay scalar. Where AVX-512 has an instruction for a step (vscalefps, vgetexpps, vgetmantps, the
+table permutes of tanh and erf), vectors use it, and the portable code computes the same bits
+(tests/test_codegen_math_strategies.py, test_codegen_mathtable.py). f64 versions call libm
+(accurate, scalar), as do pow and atan2 in both widths.
 sin and cos take libm only for |x| > TRIG_BOUND, where their f32 reduction stops being exact: a
 kernel runs their inline polynomials and reruns precisely when an argument was beyond the bound
 (see the sin/cos section). Every function returns NaN for NaN and keeps the reference's
@@ -16,10 +19,12 @@ the seams.
 ========  ========  =====  ================================================================
 function  measured  bound  method
 ========  ========  =====  ================================================================
-exp       1.00      1.5    Cody-Waite reduction by ln 2, degree-5 Cephes polynomial, 2**n
-                           applied in two steps so denormal results round once
-log       0.91*     1.0    x = 2**n (1 + f), f in [-1/3, 1/3) by subtracting 2/3's bits (no
-                           compare); log1p(f) = f + f*f*Q(f), Q of degree 8 fitted (Lawson)
+exp       0.89*     1.5    Cody-Waite reduction by ln 2, Cephes' polynomial (degree 7 in all)
+                           by Horner; 2**n applied once (``scale``: vscalefps with AVX-512,
+                           else in two steps), so denormal results round once
+log       0.91*     1.0    x = 2**n (1 + f), f in [-1/3, 1/3) (vgetexpps and vgetmantps with
+                           AVX-512, else by subtracting 2/3's bits); log1p(f) = f + f*f*Q(f), Q
+                           of degree 8 fitted (Lawson)
 tanh      1.00*     1.5    23 intervals (four per binade from 1/4 to 8), a degree-6
                            polynomial each, coefficients looked up per lane (mathtable)
 sigmoid   2.48*     3.0    1 / (1 + exp(-x)) as 2**(2-n) / (2**(2-n) + 4 p) for exp(-x) =
@@ -39,7 +44,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from tcp_rules.codegen import mathtable
+from tcp_rules.codegen import jit, mathtable
 from tcp_rules.codegen.irbase import (
     F32,
     I1,
@@ -47,9 +52,11 @@ from tcp_rules.codegen.irbase import (
     I32,
     IR,
     ROUND_SHIFT,
+    VARIANT_WIDTHS,
     element,
     like,
     offer_variants,
+    widened,
 )
 
 ULP_BOUNDS = {"exp": 1.5, "log": 1.0, "tanh": 1.5, "sigmoid": 3.0, "erf": 1.5, "atan": 2.5,
@@ -57,13 +64,15 @@ ULP_BOUNDS = {"exp": 1.5, "log": 1.0, "tanh": 1.5, "sigmoid": 3.0, "erf": 1.5, "
 
 _LOG2E = 1.44269504088896341
 _LN2_HI, _LN2_LO = 0.693359375, -2.12194440e-4  # Cody-Waite split: n * hi is exact
-_EXP_P = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
-          1.6666665459e-1, 5.0000001201e-1)
+# exp(r) on |r| <= ln2/2: Cephes' degree-5 P in 1 + r (1 + r P(r)), all by Horner
+_EXP_POLY = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
+             1.6666665459e-1, 5.0000001201e-1, 1.0, 1.0)
 # log(1 + f) = f + f*f*Q(f) on [-1/3, 1/3], relative error 2**-27.7
 _LOG_Q = (-0.12948919832706451, 0.1400471180677414, -0.1216716468334198, 0.14001169800758362,
           -0.16682304441928864, 0.20010747015476227, -0.24999716877937317, 0.3333320915699005,
           -0.5)
 _LOG_OFF = 0x3F2AAAAB  # bits of 2/3: x = 2**n * (1 + f) with 1 + f in [2/3, 4/3)
+_LOG_LN2_HI, _LOG_LN2_LO = 0.693145751953125, 1.4286068203094172e-06  # n * hi exact
 
 def _is_f32(x: ir.Value) -> bool:
     return element(x.type) == F32
@@ -73,33 +82,48 @@ def _ints(e: IR, x: ir.Value) -> ir.Type:
     return like(x.type, I32)
 
 
-def exp(e: IR, x: ir.Value) -> ir.Value:
-    """e**x (f32 polynomial; libm ``exp`` for f64)."""
+def scale_strategy() -> str:
+    """How ``scale`` multiplies by 2**n here: "ldexp" with AVX-512 (one vscalefps), else "split"
+    (llvm.ldexp would be a libm call per lane)."""
+    return "ldexp" if jit.has_feature("avx512f") else "split"
+
+
+def scale(e: IR, y: ir.Value, n: ir.Value, how: str | None = None) -> ir.Value:
+    """f32 ``y * 2**n`` rounded once (denormal results included), for y in [0.5, 2) and i32
+    ``n`` in [-250, 254]: both strategies compute the same bits."""
+    b = e.b
+    if (how or scale_strategy()) == "ldexp":
+        return e.intrinsic("ldexp", [y, n], tys=[y.type, n.type])
+    # Two normal powers of two: the first product is exact, the second rounds.
+    ci = lambda v: e.const(n.type, v)  # noqa: E731
+    n1 = b.ashr(n, ci(1))
+    s1, s2 = (b.bitcast(b.shl(b.add(m, ci(127)), ci(23)), y.type) for m in (n1, b.sub(n, n1)))
+    return b.fmul(b.fmul(y, s1), s2)
+
+
+def exp(e: IR, x: ir.Value, how: str | None = None) -> ir.Value:
+    """e**x (f32 polynomial, 2**n applied by ``scale`` as ``how`` says; libm ``exp`` for f64)."""
     if not _is_f32(x):
         return e.libm("exp", [x])
-    b, ty = e.b, x.type
-    c = lambda v: e.const(ty, v)  # noqa: E731
-    # Beyond these bounds the result is inf or rounds to 0; clamping keeps n in range.
-    xc = e.intrinsic("minnum", [e.intrinsic("maxnum", [x, c(-104.0)]), c(89.0)])
-    n = e.intrinsic("roundeven", [b.fmul(xc, c(_LOG2E))])
-    r = e.fma(n, c(-_LN2_HI), xc)
-    r = e.fma(n, c(-_LN2_LO), r)
-    p = e.poly(r, _EXP_P)
-    y = b.fadd(e.fma(b.fmul(r, r), p, r), c(1.0))
-    # 2**n as two normal powers of two, so denormal results round once, at the last multiply.
-    ni = b.fptosi(n, _ints(e, x))
-    n1 = b.ashr(ni, e.const(ni.type, 1))
-    n2 = b.sub(ni, n1)
-    s1 = b.bitcast(b.shl(b.add(n1, e.const(ni.type, 127)), e.const(ni.type, 23)), ty)
-    s2 = b.bitcast(b.shl(b.add(n2, e.const(ni.type, 127)), e.const(ni.type, 23)), ty)
-    out = b.fmul(b.fmul(y, s1), s2)
-    return b.select(e.isnan(x), x, out)
+    c = lambda v: e.const(x.type, v)  # noqa: E731
+    # Beyond these bounds the result is inf or rounds to 0; clamping keeps n in range. The
+    # clamps keep NaN, and every step after them propagates it.
+    xc = e.fsel(">", x, c(89.0), c(89.0), x)
+    xc = e.fsel("<", xc, c(-104.0), c(-104.0), xc)
+    k, r = _exp_reduce(e, xc)
+    it = _ints(e, x)
+    n = e.b.sub(e.b.bitcast(k, it), e.b.bitcast(c(ROUND_SHIFT), it))
+    return scale(e, e.poly(r, _EXP_POLY), n, how)
 
 
-def log(e: IR, x: ir.Value) -> ir.Value:
-    """Natural logarithm (f32 polynomial; libm ``log`` for f64)."""
-    if not _is_f32(x):
-        return e.libm("log", [x])
+def log_strategy() -> str:
+    """How vectors split x into 2**n (1 + f) for log: "avx512" (vgetexpps and vgetmantps, which
+    also give the special values), else "bits" (integer arithmetic on the bits)."""
+    return "avx512" if jit.has_feature("avx512f") and jit.has_feature("avx512vl") else "bits"
+
+
+def _log_split_bits(e: IR, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(n, f) with x = 2**n (1 + f), 1 + f in [2/3, 4/3), for positive finite x."""
     b, ty = e.b, x.type
     c = lambda v: e.const(ty, v)  # noqa: E731
     it = _ints(e, x)
@@ -110,14 +134,57 @@ def log(e: IR, x: ir.Value) -> ir.Value:
     # Subtracting 2/3's bits splits x into 2**n * (1 + f), f in [-1/3, 1/3): no compare needed.
     u = b.sub(b.bitcast(xs, it), ci(_LOG_OFF))
     n = b.sitofp(b.sub(b.ashr(u, ci(23)), b.select(den, ci(23), ci(0))), ty)
-    f = b.fsub(b.bitcast(b.add(b.and_(u, ci(0x007FFFFF)), ci(_LOG_OFF)), ty), c(1.0))
-    y = e.fma(b.fmul(f, f), e.poly(f, _LOG_Q), b.fmul(n, c(_LN2_LO)))
-    out = e.fma(n, c(_LN2_HI), b.fadd(f, y))
+    return n, b.fsub(b.bitcast(b.add(b.and_(u, ci(0x007FFFFF)), ci(_LOG_OFF)), ty), c(1.0))
+
+
+_GETMANT = {4: ("128", I8, ()), 8: ("256", I8, ()), 16: ("512", ir.IntType(16), (4,))}
+
+
+def _log_split_avx512(e: IR, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """_log_split_bits's (n, f) from vgetexpps and vgetmantps (denormals included); also
+    n = -inf for +-0 (f = 0 for +0, f = -2 for -0), n = inf and f = 0 for inf, f = NaN for
+    negative x and NaN."""
+    b, ty = e.b, x.type
+    c = lambda v: e.const(ty, v)  # noqa: E731
+    width, mask_ty, rounding = _GETMANT[ty.count]
+    ones, cur = ir.Constant(mask_ty, -1), [ir.Constant(I32, r) for r in rounding]
+    # Mantissa in [1, 2), NaN for a negative sign (imm 8); halved from 4/3 on, as the bits split.
+    m = e.intrinsic(f"x86.avx512.mask.getmant.ps.{width}",
+                    [x, ir.Constant(I32, 8), c(0.0), ones, *cur], tys=[])
+    n = e.intrinsic(f"x86.avx512.mask.getexp.ps.{width}", [x, c(0.0), ones, *cur], tys=[])
+    top = b.fcmp_ordered(">=", m, b.bitcast(e.const(_ints(e, x), _LOG_OFF + (1 << 23)), ty))
+    m = b.select(top, b.fmul(m, c(0.5)), m)
+    return b.select(top, b.fadd(n, c(1.0)), n), b.fsub(m, c(1.0))
+
+
+def _log(e: IR, x: ir.Value, how: str) -> ir.Value:
+    """log of f32 ``x`` with x split as ``how`` says ("avx512" for vectors of 4, 8 or 16)."""
+    b, ty = e.b, x.type
+    c = lambda v: e.const(ty, v)  # noqa: E731
+    n, f = (_log_split_avx512 if how == "avx512" else _log_split_bits)(e, x)
+    # ln2's parts are both positive, so n = +-inf gives +-inf (never inf - inf).
+    y = e.fma(b.fmul(f, f), e.poly(f, _LOG_Q), b.fmul(n, c(_LOG_LN2_LO)))
+    out = e.fma(n, c(_LOG_LN2_HI), b.fadd(f, y))
+    if how == "avx512":  # the split's special values carry through: log(+-0) = -inf, ...
+        return out
     # Special values: log(+-0) = -inf, log(x<0) = NaN, log(inf) = inf, NaN stays NaN.
-    ok = b.icmp_unsigned("<", b.sub(b.bitcast(x, it), ci(1)), ci(0x7F7FFFFF))  # 0 < x < inf
+    it = _ints(e, x)
+    ok = b.icmp_unsigned("<", b.sub(b.bitcast(x, it), e.const(it, 1)), e.const(it, 0x7F7FFFFF))
     special = e.fsel("<", x, c(0.0), c(float("nan")), x)
     special = e.fsel("==", x, c(0.0), c(float("-inf")), special)
     return b.select(ok, out, special)
+
+
+def log(e: IR, x: ir.Value) -> ir.Value:
+    """Natural logarithm (f32 polynomial; libm ``log`` for f64). With AVX-512 through an
+    internal function whose vector variants split x with vgetexpps/vgetmantps; the scalar one
+    (remainder loops) splits the bits, to the same values."""
+    if not _is_f32(x):
+        return e.libm("log", [x])
+    if log_strategy() != "avx512":
+        return _log(e, x, "bits")
+    vector = lambda v: getattr(v.type, "count", 0) in _GETMANT  # noqa: E731
+    return widened(e, "logf", x, lambda fe, v: _log(fe, v, "avx512" if vector(v) else "bits"))
 
 
 def _exp_reduce(e: IR, y: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -149,7 +216,7 @@ def sigmoid(e: IR, x: ir.Value) -> ir.Value:
     # -88.72283 the reference's exp(-x) overflows and it returns 0.
     t = e.fsel(">", x, c(18.0), c(18.0), x)
     k, r = _exp_reduce(e, b.fneg(t))
-    p4 = b.fmul(b.fadd(e.fma(b.fmul(r, r), e.poly(r, _EXP_P), r), c(1.0)), c(4.0))
+    p4 = e.poly(r, [4.0 * v for v in _EXP_POLY])  # 4 p exactly: each step scales by 4
     it = _ints(e, x)
     s = b.bitcast(b.sub(e.const(it, 129 << 23), b.shl(b.bitcast(k, it), e.const(it, 23))), ty)
     out = b.fdiv(s, b.fadd(s, p4))
@@ -200,7 +267,6 @@ def atan(e: IR, x: ir.Value) -> ir.Value:
 # bound" once per vector, and call libm for those lanes. The call per vector cost 5-10% at 16M
 # elements when the stack is 64-byte aligned, ~40% when spills split cache lines.
 TRIG_BOUND = 2.0 ** 19
-_TRIG_VFS = (4, 8, 16)  # vector variants offered to the loop vectorizer
 _PIO2 = (1.5707963705062866, -4.371138828673793e-08, -1.7151245005182182e-15)
 _SIN_P = (-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1)
 _COS_P = (2.443315711809948e-05, -1.388731625493765e-03, 4.166664568298827e-02)
@@ -253,7 +319,8 @@ def _trig_fn(e: IR, cos: bool, ty: ir.Type) -> ir.Function:
     fe.b.position_at_end(fast_bb)
     fe.b.ret(fast)
     if not vector:
-        offer_variants(e.module, fn, [_trig_fn(e, cos, ir.VectorType(F32, vf)) for vf in _TRIG_VFS])
+        offer_variants(e.module, fn,
+                       [_trig_fn(e, cos, ir.VectorType(F32, vf)) for vf in VARIANT_WIDTHS])
     return fn
 
 

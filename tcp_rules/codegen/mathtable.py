@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import llvmlite.ir as ir
 
 from tcp_rules.codegen import jit
-from tcp_rules.codegen.irbase import F32, I32, I64, IR, ROUND_SHIFT, element, like, offer_variants
+from tcp_rules.codegen.irbase import F32, I32, I64, IR, ROUND_SHIFT, element, like, widened
 
 # Rows M, C, a_4 .. a_0; column n is interval n (benchmarks/fit_tables.py erf).
 ERF_TABLE = (
@@ -127,7 +127,6 @@ TANH_STARTS = (0.0, *(2.0 ** (e - 2) * (1 + q / 4) for e in range(5) for q in ra
                TANH_TOP)
 _TANH_BIAS = (125 << 2) - 1  # the exponent and two mantissa bits of 1/4 (interval 1)
 STRATEGIES = ("avx512", "avx2", "lanes")
-_VFS = (4, 8, 16)  # vector variants offered to the loop vectorizer
 
 Interval = Callable[[IR, ir.Value, str], tuple[ir.Value, ir.Value]]
 
@@ -248,28 +247,8 @@ def evaluate(e: IR, fn: Piecewise, x: ir.Value, how: str) -> ir.Value:
     return e.copysign(e.fma(u, a, e.fma(u, m, c)), x)  # odd functions: -0.0 and NaN kept
 
 
-def _function(e: IR, fn: Piecewise, ty: ir.Type) -> ir.Function:
-    """The internal function computing ``fn`` on ``ty``: scalar (not inlined, so that the
-    vectorizer sees a call) with vector variants (inlined after vectorization)."""
-    vector = isinstance(ty, ir.VectorType)
-    name = f"__tcpr_{fn.name}f" + (f"_v{ty.count}" if vector else "")
-    found = e.module.globals.get(name)
-    if isinstance(found, ir.Function):
-        return found
-    f = ir.Function(e.module, ir.FunctionType(ty, [ty]), name=name)
-    f.linkage = "internal"
-    for attr in ("readnone", "nounwind", "alwaysinline" if vector else "noinline"):
-        f.attributes.add(attr)
-    fe = IR(ir.IRBuilder(f.append_basic_block("entry")))
-    fe.b.ret(evaluate(fe, fn, f.args[0], strategy() if vector else "load"))
-    if not vector:
-        offer_variants(e.module, f, [_function(e, fn, ir.VectorType(F32, vf)) for vf in _VFS])
-    return f
-
-
 def call(e: IR, fn: Piecewise, x: ir.Value) -> ir.Value:
     """``fn`` of f32 ``x``: a call the loop vectorizer widens (scalars), inline code (vectors)."""
     assert element(x.type) == F32
-    if isinstance(x.type, ir.VectorType):
-        return evaluate(e, fn, x, strategy())
-    return e.b.call(_function(e, fn, x.type), [x])
+    return widened(e, f"{fn.name}f", x, lambda fe, v: evaluate(
+        fe, fn, v, strategy() if isinstance(v.type, ir.VectorType) else "load"))

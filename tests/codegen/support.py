@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import ctypes
+import hashlib
+from collections.abc import Callable, Iterator
 
+import llvmlite.ir as ir
 import numpy as np
 import pytest
 
 from tcp_rules import build as tb
+from tcp_rules.codegen import jit
+from tcp_rules.codegen.irbase import F32, I64, IR, PTR, VOID
 from tcp_rules.ir import Func
 from tcp_rules.types import DType
 
@@ -99,3 +104,45 @@ def fuse_everything(func: Func) -> Func:
             new[id(v)] = make_apply(v.op, [new[id(o)] for o in v.operands], dict(v.attrs))
     results = tuple(make_apply(OPS["kernel"], [new[id(r)]], {}) for r in func.results)
     return Func(func.name, func.params, results, func.result_types)
+
+
+Body = Callable[[IR, ir.Value], ir.Value]
+
+
+def loop_kernels(bodies: dict[str, tuple[int, Body]]) -> dict[str, Callable[[np.ndarray],
+                                                                              np.ndarray]]:
+    """Compile, for each ``name: (w, body)``, a function applying ``body`` to f32 x[i:i+w] for
+    i in steps of w (a scalar for w = 1), without the loop vectorizer, so every body runs as
+    written. Returns runners on f32 arrays whose length is a multiple of 16. Names become
+    symbols: they must be unique across the test session."""
+    module = ir.Module("loop_kernels")
+    for name, (w, body) in bodies.items():
+        f = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, I64]), name)
+        x, out, n = f.args
+        entry, loop, done = (f.append_basic_block(s) for s in ("entry", "loop", "done"))
+        e = IR(ir.IRBuilder(entry))
+        e.b.branch(loop)
+        e.b.position_at_end(loop)
+        i = e.b.phi(I64)
+        i.add_incoming(ir.Constant(I64, 0), entry)
+        v = e.load(ir.VectorType(F32, w) if w > 1 else F32, e.gep(F32, x, i), align=4)
+        e.b.store(body(e, v), e.gep(F32, out, i), align=4)
+        nxt = e.b.add(i, ir.Constant(I64, w))
+        i.add_incoming(nxt, loop)
+        e.b.cbranch(e.b.icmp_unsigned("<", nxt, n), loop, done)
+        e.b.position_at_end(done)
+        e.b.ret_void()
+    text = str(module)
+    addrs = jit.load(hashlib.sha256(text.encode()).hexdigest(), list(bodies), lambda: text,
+                     use_disk=False, vectorize=False)
+    proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+
+    def runner(fn: ctypes._CFuncPtr) -> Callable[[np.ndarray], np.ndarray]:
+        def run(x: np.ndarray) -> np.ndarray:
+            assert x.dtype == np.float32 and x.size % 16 == 0
+            out = np.empty_like(x)
+            fn(x.ctypes.data, out.ctypes.data, x.size)
+            return out
+        return run
+
+    return {name: runner(proto(addrs[name])) for name in bodies}

@@ -1,0 +1,85 @@
+"""The host-dependent paths of f32 exp and log compute the same bits as the portable ones: exp's
+2**n by llvm.ldexp (vscalefps with AVX-512) or by two normal powers of two, log's split by
+vgetexpps/vgetmantps or by integer arithmetic on the bits, at every vector width."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from codegen.support import loop_kernels, tcpr_cache, unary  # noqa: F401
+
+from tcp_rules.codegen import jit, mathlib
+from tcp_rules.codegen.lower import lower_func
+from tcp_rules.codegen.runtime import module_ir
+from tcp_rules.types import DType
+
+AVX512 = mathlib.log_strategy() == "avx512"
+
+
+def _f32(*parts: np.ndarray | list[float]) -> np.ndarray:
+    x = np.concatenate([np.asarray(p, dtype=np.float32) for p in parts])
+    return x[: len(x) // 16 * 16]
+
+
+def _same_bits(got: np.ndarray, want: np.ndarray, x: np.ndarray, what: str) -> None:
+    nan = np.isnan(want)
+    assert (np.isnan(got) == nan).all(), f"{what}: NaN at {x[np.isnan(got) != nan][:4]}"
+    bad = (got.view(np.uint32) != want.view(np.uint32)) & ~nan
+    assert not bad.any(), f"{what}: {x[bad][:4]} -> {got[bad][:4]}, want {want[bad][:4]}"
+
+
+def test_exp_scalings_agree() -> None:
+    """Overflow, denormal results down to the last one, the clamps, NaN and infinities."""
+    rng = np.random.default_rng(11)
+    edges = [0.0, -0.0, 1.0, 88.72283, 88.72284, 89.0, 1e30, np.inf, -np.inf, np.nan, -87.33655,
+             -87.33654, -103.27893, -103.97208, -104.0, -1e30, 2e-45, -2e-45]
+    x = _f32(edges, rng.uniform(-110, 95, 1 << 16), rng.uniform(-104, -86, 1 << 14))
+    runs = loop_kernels({f"exp_{how}_{w}": (w, lambda e, v, how=how: mathlib.exp(e, v, how))
+                         for how in ("ldexp", "split") for w in (1, 4, 8, 16)})
+    want = runs["exp_split_1"](x)
+    with np.errstate(over="ignore"):
+        ref = np.exp(x.astype(np.float64))
+    assert (want[ref > 3.5e38] == np.inf).all() and (want[x < -104] == 0).all()
+    assert (want[(ref < 1.4e-45) & (ref > 1e-45)] > 0).all()  # the last denormal rounds up
+    for name, run in runs.items():
+        _same_bits(run(x), want, x, name)
+
+
+def _log_inputs() -> np.ndarray:
+    rng = np.random.default_rng(12)
+    binades = np.float32(2.0) ** np.arange(-149, 128, dtype=np.float64).astype(np.float32)
+    seams = np.concatenate([b * np.array([2 / 3, 4 / 3, 1.0], np.float32) for b in binades])
+    seams = seams[np.isfinite(seams) & (seams > 0)]
+    near = (seams.view(np.int32)[:, None] + np.arange(-64, 65, dtype=np.int32)).ravel()
+    bits = rng.integers(0, 0x7F800000, 1 << 16, dtype=np.uint32).view(np.float32)
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, -1e-45, 1e-45, 1.1754942e-38, 3.4e38]
+    return _f32(specials, near.view(np.float32), bits, -bits[:256], rng.uniform(0, 4, 4096))
+
+
+def test_log_splits_agree() -> None:
+    """Both splits at every width give the scalar function's bits, special values included."""
+    bodies = {f"log_bits_{w}": (w, lambda e, v: mathlib._log(e, v, "bits")) for w in (1, 4, 16)}
+    if AVX512:
+        bodies |= {f"log_avx512_{w}": (w, lambda e, v: mathlib._log(e, v, "avx512"))
+                   for w in (4, 8, 16)}
+    runs = loop_kernels(bodies)
+    x = _log_inputs()
+    want = runs["log_bits_1"](x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ref = np.log(x)
+    special = ~np.isfinite(ref)
+    _same_bits(want[special], ref[special], x[special], "special values")
+    for name, run in runs.items():
+        _same_bits(run(x), want, x, name)
+
+
+@pytest.mark.skipif(not AVX512, reason="the host has no AVX-512")
+def test_kernels_use_the_avx512_paths() -> None:
+    """The vectorized loops scale by vscalefps (exp) and split by vgetmantps (log), inlined."""
+    for op, needle in (("exp", "@llvm.ldexp.v16f32.v16i32"),
+                       ("log", "@llvm.x86.avx512.mask.getmant.ps.512")):
+        opt = jit.optimized_ir(module_ir(lower_func(unary(op, DType.F32)).steps[0].kernel,
+                                         f"strategy_{op}"))
+        kernel = opt[opt.index(f"define void @strategy_{op}("):]
+        kernel = kernel[:kernel.index("\n}\n")]
+        assert needle in kernel and "@__tcpr_logf_v" not in kernel, op
