@@ -6,10 +6,10 @@
 
 The kernels evaluate, for x in interval n and its local variable u (mathtable defines both),
 
-    r = fma(u, acc(u), fma(u, M[n], C[n])),   acc(u) = a_d u**d + ... + a_0   (Horner, FMAs)
+    r = fma(u, acc(u), C[n]),   acc(u) = a_d u**d + ... + a_0   (Horner, FMAs)
 
-C[n] is the function at the interval's left end rounded to f32; interval 0 starts at 0 and has
-C = 0 and M = u's step, so that r = x + x * acc(u) keeps relative accuracy down to denormals. The
+C[n] is the function at the interval's left end rounded to f32; interval 0 starts at 0 and takes
+x = u * step in C's place, so that r = x + u * acc(u) keeps relative accuracy down to denormals. The
 a_k are fitted by linear programming for the least maximum error in f32 ulps of the true value
 on a dense grid, then rounded to f32 one at a time (a_0 first), refitting the rest after each.
 The printout also gives each interval's error of the f32 evaluation on dense samples; the
@@ -83,7 +83,7 @@ def evaluate(u: np.ndarray, m: float, c: float, acc: list[float]) -> np.ndarray:
 
 def fit_table(f: Fn, starts: list[float], step: float, ends: list[float],
               degree: int) -> tuple[list[list[float]], float]:
-    """Rows (M, C, a_degree .. a_0) for intervals [starts[n], ends[n]] with x = starts[n] + u *
+    """Rows (C, a_degree .. a_0) for intervals [starts[n], ends[n]] with x = starts[n] + u *
     step; also the worst error of the f32 evaluation on dense samples."""
     columns, worst = [], 0.0
     for n, (x0, x1) in enumerate(zip(starts, ends, strict=True)):
@@ -99,7 +99,7 @@ def fit_table(f: Fn, starts: list[float], step: float, ends: list[float],
         err = np.abs(evaluate(u, m, c, acc) - truth) / ulp(truth)
         worst = max(worst, float(err.max()))
         print(f"# interval {n:2d} [{x0:g}, {x1:g}]: {err.max():.3f} ulp (dense samples)")
-        columns.append([m, c, *acc[::-1]])
+        columns.append([c, *acc[::-1]])
     return [list(row) for row in zip(*columns, strict=True)], worst
 
 
@@ -114,7 +114,7 @@ def fit_tanh(degree: int) -> tuple[list[list[float]], float]:
     clamp, where tanh is 1: a constant, so that tanh(inf) is exactly 1."""
     starts = list(mathtable.TANH_STARTS)
     rows, worst = fit_table(np.tanh, starts[:-1], 1.0, [*starts[1:]], degree)
-    return [[*row, 1.0 if k == 1 else 0.0] for k, row in enumerate(rows)], worst
+    return [[*row, 1.0 if k == 0 else 0.0] for k, row in enumerate(rows)], worst
 
 
 def main() -> None:
@@ -124,7 +124,7 @@ def main() -> None:
     args = ap.parse_args()
     degree = args.degree if args.degree is not None else {"erf": 4, "tanh": 5}[args.function]
     rows, worst = (fit_erf if args.function == "erf" else fit_tanh)(degree)
-    print(f"# worst {worst:.3f} ulp; rows: M, C, a_{degree} .. a_0")
+    print(f"# worst {worst:.3f} ulp; rows: C, a_{degree} .. a_0")
     print(f"{args.function.upper()}_TABLE = (")
     for row in rows:
         text = "(" + ", ".join(repr(float(np.float32(v))) for v in row) + "),"

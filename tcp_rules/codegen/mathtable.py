@@ -6,13 +6,14 @@
   s = 4|x|, interval n = floor(s) and u = s - n.
 - tanh: 23 intervals, [0, 1/4), four per binade from 1/4 to 8, [8, 10), and 10 (|x| clamped
   there, where tanh is 1: a constant); the exponent and top two mantissa bits of |x| give n, and
-  u = |x| - L[n] (L the interval's start, looked up; exact as L <= |x| < 2L).
+  u = |x| - L (L the interval's start: |x| with the other mantissa bits cleared, or 0 in
+  interval 0; exact as L <= |x| < 2L).
 
-In interval n, with C[n] the function at its start (so nothing cancels) and M[n] = 0, except in
-interval 0 where C = 0 and M = u's step, so that it computes |x| + |x| * acc(u) and keeps
-relative accuracy down to denormals:
+In interval n, with C[n] the function at its start (so nothing cancels), except in interval 0,
+which starts at 0 and takes |x| in C's place, so that it computes |x| + u * acc(u) (u a multiple
+of |x| by a power of two) and keeps relative accuracy down to denormals:
 
-    f(|x|) = fma(u, acc(u), fma(u, M[n], C[n])),   acc(u) = a_d u**d + ... + a_0 (Horner)
+    f(|x|) = fma(u, acc(u), C[n] or |x|),   acc(u) = a_d u**d + ... + a_0 (Horner)
 
 The tables come from ``benchmarks/fit_tables.py``; mathlib states the measured errors and bounds.
 That is about 20 vector operations per 16 lanes and no exp (erf: 36 before, with a two-branch
@@ -25,8 +26,9 @@ computes the same values bit for bit, and indices are masked, so a NaN's index s
 
 The loop vectorizer cannot turn a scalar table load into a permute (it would gather), so kernels
 call an internal scalar function whose vector variants (vector-function-abi-variant) do the
-lookups; the variants are ``alwaysinline`` and jit inlines them after the O3 pipeline, once the
-vectorizer has put the calls in. Vector code (the matmul epilogue) computes inline.
+lookups (``irbase.widened``); the variants are ``alwaysinline`` and jit inlines them after the O3
+pipeline, once the vectorizer has put the calls in. Vector code (the matmul epilogue) computes
+inline.
 """
 
 from __future__ import annotations
@@ -40,9 +42,8 @@ import llvmlite.ir as ir
 from tcp_rules.codegen import jit
 from tcp_rules.codegen.irbase import F32, I32, I64, IR, ROUND_SHIFT, element, like, widened
 
-# Rows M, C, a_4 .. a_0; column n is interval n (benchmarks/fit_tables.py erf).
+# Rows C, a_4 .. a_0; column n is interval n (benchmarks/fit_tables.py erf).
 ERF_TABLE = (
-    (0.25, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
     (0.0, 0.27632638812065125, 0.5204998850822449, 0.7111556529998779, 0.8427007794380188,
      0.9229001402854919, 0.9661051630973816, 0.9866716861724854, 0.9953222870826721,
      0.9985373020172119, 0.9995930194854736, 0.9998993873596191, 0.9999778866767883,
@@ -75,10 +76,8 @@ ERF_TABLE = (
      -4.2475193140489864e-08, 5.921863817093254e-07),
 )
 ERF_TOP = 3.9375  # |x| is clamped here: erf rounds to 1 from 3.92 on
-# Rows M, C, a_5 .. a_0; column n is interval n (benchmarks/fit_tables.py tanh).
+# Rows C, a_5 .. a_0; column n is interval n (benchmarks/fit_tables.py tanh).
 TANH_TABLE = (
-    (1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
-     0.0, 0.0, 0.0, 0.0),
     (0.0, 0.24491865932941437, 0.3027097284793854, 0.35835739970207214, 0.4115700423717499,
      0.46211716532707214, 0.5545997023582458, 0.6351489424705505, 0.7039055824279785,
      0.7615941762924194, 0.8482836484909058, 0.9051482677459717, 0.9413755536079407,
@@ -128,16 +127,17 @@ TANH_STARTS = (0.0, *(2.0 ** (e - 2) * (1 + q / 4) for e in range(5) for q in ra
 _TANH_BIAS = (125 << 2) - 1  # the exponent and two mantissa bits of 1/4 (interval 1)
 STRATEGIES = ("avx512", "avx2", "lanes")
 
-Interval = Callable[[IR, ir.Value, str], tuple[ir.Value, ir.Value]]
+# (u, the table index in the low bits, whether in interval 0) of the clamped |x|
+Interval = Callable[[IR, ir.Value], tuple[ir.Value, ir.Value, ir.Value]]
 
 
 @dataclass(frozen=True)
 class Piecewise:
-    """A function evaluated by table: ``interval`` maps the clamped |x| to (u, index)."""
+    """A function evaluated by table: ``interval`` maps the clamped |x| to (u, index, first)."""
 
     name: str
     top: float
-    rows: tuple[tuple[float, ...], ...]  # M, C, a_d .. a_0, padded to 16 or 32 entries
+    rows: tuple[tuple[float, ...], ...]  # C, a_d .. a_0, padded to 16 or 32 entries
     interval: Interval
 
 
@@ -216,18 +216,21 @@ def lookup(e: IR, values: tuple[float, ...], idx: ir.Value, how: str) -> ir.Valu
     return vec
 
 
-def _erf_interval(e: IR, t: ir.Value, how: str) -> tuple[ir.Value, ir.Value]:
+def _erf_interval(e: IR, t: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
     s = e.b.fmul(t, e.const(t.type, 4.0))
     n = e.intrinsic("floor", [s])
     idx = e.b.bitcast(e.b.fadd(n, e.const(t.type, ROUND_SHIFT)), like(t.type, I32))  # n, low bits
-    return e.b.fsub(s, n), idx
+    return e.b.fsub(s, n), idx, e.b.fcmp_ordered("==", n, e.const(t.type, 0.0))
 
 
-def _tanh_interval(e: IR, t: ir.Value, how: str) -> tuple[ir.Value, ir.Value]:
-    it = like(t.type, I32)
-    q = e.b.sub(e.b.lshr(e.b.bitcast(t, it), e.const(it, 21)), e.const(it, _TANH_BIAS))
-    idx = e.b.select(e.b.icmp_signed("<", q, e.const(it, 0)), e.const(it, 0), q)  # [0, 1/4)
-    return e.b.fsub(t, lookup(e, _pad(TANH_STARTS), idx, how)), idx
+def _tanh_interval(e: IR, t: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
+    b, it = e.b, like(t.type, I32)
+    bits = b.bitcast(t, it)
+    q = b.sub(b.lshr(bits, e.const(it, 21)), e.const(it, _TANH_BIAS))
+    idx = b.select(b.icmp_signed("<", q, e.const(it, 0)), e.const(it, 0), q)  # [0, 1/4)
+    start = b.bitcast(b.and_(bits, e.const(it, -1 << 21)), t.type)  # two mantissa bits kept
+    first = b.icmp_signed("==", idx, e.const(it, 0))
+    return b.fsub(t, b.select(first, e.const(t.type, 0.0), start)), idx, first
 
 
 ERF = Piecewise("erf", ERF_TOP, tuple(_pad(r) for r in ERF_TABLE), _erf_interval)
@@ -239,12 +242,13 @@ def evaluate(e: IR, fn: Piecewise, x: ir.Value, how: str) -> ir.Value:
     ty = x.type
     ax = e.fabs(x)
     t = e.fsel(">", ax, e.const(ty, fn.top), e.const(ty, fn.top), ax)  # NaN stays NaN
-    u, idx = fn.interval(e, t, how)
-    m, c, *acc = (lookup(e, row, idx, how) for row in fn.rows)
+    u, idx, first = fn.interval(e, t)
+    c, *acc = (lookup(e, row, idx, how) for row in fn.rows)
     a = acc[0]
     for k in acc[1:]:
         a = e.fma(a, u, k)
-    return e.copysign(e.fma(u, a, e.fma(u, m, c)), x)  # odd functions: -0.0 and NaN kept
+    base = e.b.select(first, t, c)  # interval 0 starts at 0, where the function is 0
+    return e.copysign(e.fma(u, a, base), x)  # odd functions: -0.0 and NaN kept
 
 
 def call(e: IR, fn: Piecewise, x: ir.Value) -> ir.Value:
