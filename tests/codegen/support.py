@@ -12,7 +12,7 @@ import pytest
 
 from tcp_rules import build as tb
 from tcp_rules.codegen import jit
-from tcp_rules.codegen.irbase import F32, I64, IR, PTR, VOID
+from tcp_rules.codegen.irbase import F32, I64, IR, PTR, VOID, Body
 from tcp_rules.ir import Func
 from tcp_rules.types import DType
 
@@ -104,9 +104,6 @@ def fuse_everything(func: Func) -> Func:
             new[id(v)] = make_apply(v.op, [new[id(o)] for o in v.operands], dict(v.attrs))
     results = tuple(make_apply(OPS["kernel"], [new[id(r)]], {}) for r in func.results)
     return Func(func.name, func.params, results, func.result_types)
-
-
-Body = Callable[[IR, ir.Value], ir.Value]
 
 
 def loop_kernels(bodies: dict[str, tuple[int, Body]]) -> dict[str, Callable[[np.ndarray],
