@@ -1,8 +1,10 @@
-"""Fit the per-interval coefficient tables of tcp_rules/codegen/mathtable.py. Usage:
+"""Fit the per-interval coefficient tables of tcp_rules/codegen/mathtable.py and atan's polynomial
+in mathlib.py. Usage:
 
     .venv/bin/python benchmarks/fit_tables.py erf     # prints ERF_TABLE as committed, a minute
     .venv/bin/python benchmarks/fit_tables.py tanh    # TANH_TABLE (acc of degree 5)
     .venv/bin/python benchmarks/fit_tables.py erf --degree 5
+    .venv/bin/python benchmarks/fit_tables.py atan    # mathlib's _ATAN_P (one polynomial)
 
 The kernels evaluate, for x in interval n and its local variable u (mathtable defines both),
 
@@ -117,12 +119,41 @@ def fit_tanh(degree: int) -> tuple[list[list[float]], float]:
     return [[*row, 1.0 if k == 0 else 0.0] for k, row in enumerate(rows)], worst
 
 
+def fit_atan(degree: int) -> tuple[list[float], float]:
+    """atan(t) = t + t * z * P(z), z = t**2, on [0, 1] (mathlib.atan); P's coefficients from the
+    highest degree down, and the error of the f32 evaluation on dense samples."""
+    t = 0.5 - 0.5 * np.cos(np.linspace(0, np.pi, 8001))
+    t = t[t > 1e-4]  # below, atan(t) rounds to t whatever P is
+    y = np.arctan(t)
+    resid, w = (y - t) / t**3, t**3 / ulp(y)
+    fixed: dict[int, float] = {}
+    for k in range(degree + 1):
+        fixed[k] = float(np.float32(minimax(t * t, resid, w, degree, fixed)[k]))
+    p = [fixed[k] for k in range(degree, -1, -1)]
+    s = np.linspace(0, 1, 1 << 21, dtype=np.float32)
+    z = (s * s).astype(np.float32)
+    acc = np.full_like(s, np.float32(p[0]))
+    for a in p[1:]:
+        acc = fma32(acc, z, np.float32(a))
+    r = fma32((acc * z).astype(np.float32), s, s)
+    truth = np.arctan(s.astype(np.float64))
+    return p, float(np.max(np.abs(r - truth) / ulp(truth)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("function", choices=["erf", "tanh"])
-    ap.add_argument("--degree", type=int, help="degree of acc (default: erf 4, tanh 5, as used)")
+    ap.add_argument("function", choices=["erf", "tanh", "atan"])
+    ap.add_argument("--degree", type=int,
+                    help="degree of acc or P (default: erf 4, tanh 5, atan 7, as used)")
     args = ap.parse_args()
-    degree = args.degree if args.degree is not None else {"erf": 4, "tanh": 5}[args.function]
+    degree = args.degree if args.degree is not None else {"erf": 4, "tanh": 5,
+                                                          "atan": 7}[args.function]
+    if args.function == "atan":
+        p, worst = fit_atan(degree)
+        print(f"# worst {worst:.3f} ulp on [0, 1] (dense samples)")
+        text = "_ATAN_P = (" + ", ".join(repr(float(np.float32(v))) for v in p) + ")"
+        print(textwrap.fill(text, 100, subsequent_indent="           "))
+        return
     rows, worst = (fit_erf if args.function == "erf" else fit_tanh)(degree)
     print(f"# worst {worst:.3f} ulp; rows: C, a_{degree} .. a_0")
     print(f"{args.function.upper()}_TABLE = (")

@@ -32,8 +32,8 @@ sigmoid   2.48*     3.0    1 / (1 + exp(-x)) as 2**(2-n) / (2**(2-n) + 4 p) for 
                            where the reference's exp(-x) overflows (swept above that)
 erf       1.11*     1.5    16 intervals of width 1/4, a degree-5 polynomial each, coefficients
                            looked up per lane (mathtable); |x| + |x| * P near 0
-atan      2.05      2.5    reduction to |t| <= tan(pi/8) (Cephes), t + t*z*P(z) with P
-                           (degree 4) fitted (Lawson); pi/2 and pi/4 in two parts
+atan      1.52*     1.6    t = |x|, or -1/|x| beyond 1 (one division); t + t*z*P(z), z = t**2,
+                           P (degree 7) fitted (Lawson); pi/2 in two parts
 sin, cos  1.56*     1.6    reduction by pi/2 in three f32 parts with FMAs (exact enough up
                            to TRIG_BOUND = 2**19), Cephes polynomials on |r| <= pi/4,
                            quadrant by selects and a sign xor; libm beyond the bound
@@ -59,7 +59,7 @@ from tcp_rules.codegen.irbase import (
     widened,
 )
 
-ULP_BOUNDS = {"exp": 1.5, "log": 1.0, "tanh": 1.5, "sigmoid": 3.0, "erf": 1.5, "atan": 2.5,
+ULP_BOUNDS = {"exp": 1.5, "log": 1.0, "tanh": 1.5, "sigmoid": 3.0, "erf": 1.5, "atan": 1.6,
               "sin": 1.6, "cos": 1.6}
 
 _LOG2E = 1.44269504088896341
@@ -230,29 +230,29 @@ def erf(e: IR, x: ir.Value) -> ir.Value:
     return mathtable.call(e, mathtable.ERF, x)
 
 
-# atan(t) = t + t * z * P(z), z = t**2 <= tan(pi/8)**2; P fitted for relative error (Lawson).
-_ATAN_P = (-0.060782093554735184, 0.10593808442354202, -0.14243532717227936,
-           0.19998471438884735, -0.33333316445350647)
+# atan(t) = t + t * z * P(z), z = t**2, t in [-1, 1]; P (degree 7) fitted for relative error
+# (Lawson, coefficients rounded to f32 one at a time; benchmarks/fit_tables.py atan).
+_ATAN_P = (0.002947751199826598, -0.01649257354438305, 0.043445177376270294,
+           -0.07574962079524994, 0.10678290575742722, -0.14214658737182617, 0.199942946434021,
+           -0.333331823348999)
 
 
 def atan(e: IR, x: ir.Value) -> ir.Value:
-    """Arc tangent (f32 polynomial after reduction to |x| <= tan(pi/8); libm for f64)."""
+    """Arc tangent (f32: a polynomial on |t| <= 1, t = |x| or -1/|x|; libm for f64)."""
     if not _is_f32(x):
         return e.libm("atan", [x])
     b, ty = e.b, x.type
     c = lambda v: e.const(ty, v)  # noqa: E731
     ax = e.fabs(x)
-    big = b.fcmp_ordered(">", ax, c(2.414213562373095))  # tan(3pi/8): atan = pi/2 - atan(1/x)
-    mid = b.fcmp_ordered(">", ax, c(0.4142135623730950))  # tan(pi/8): pi/4 + atan((x-1)/(x+1))
-    num = b.select(big, c(-1.0), b.select(mid, b.fsub(ax, c(1.0)), ax))
-    den = b.select(big, ax, b.select(mid, b.fadd(ax, c(1.0)), c(1.0)))
-    t = b.fdiv(num, den)
-    # pi/2 and pi/4 as f32 plus the part f32 rounds away, added to the small term first.
-    base = b.select(big, c(1.5707963267948966), b.select(mid, c(0.7853981633974483), c(0.0)))
-    lo = b.select(big, c(-4.371139006309477e-08), b.select(mid, c(-2.1855695031547384e-08), c(0.0)))
+    # Beyond 1, atan(|x|) = pi/2 + atan(-1/|x|): one division, the only rounding before the
+    # polynomial. NaN stays in t; inf gives -0.0, so pi/2.
+    big = b.fcmp_ordered(">", ax, c(1.0))
+    t = b.select(big, b.fdiv(c(-1.0), ax), ax)
     z = b.fmul(t, t)
     r = e.fma(b.fmul(e.poly(z, _ATAN_P), z), t, t)
-    return e.copysign(b.fadd(base, b.fadd(r, lo)), x)
+    # pi/2 in two f32 parts (the sin/cos section's), the low one added to the small term first.
+    r = b.select(big, b.fadd(c(_PIO2[0]), b.fadd(r, c(_PIO2[1]))), r)
+    return e.copysign(r, x)
 
 
 # sin and cos ------------------------------------------------------------------------------
