@@ -6,7 +6,9 @@ Signature of every generic kernel::
 
 ``sizes`` holds the kernel's size parameters; the outermost domain loop runs over ``[lo, hi)`` so
 the runtime can split it across threads. Each body node is emitted once, in the outermost loop
-whose indices it uses (a row reduction in a softmax runs once per row, not per element).
+whose indices it uses (a row reduction in a softmax runs once per row, not per element). A row
+reduction whose body the output computes again stores it in the output row for the output loop
+to load (stash.py: softmax's exp runs once per element, not twice).
 Loop-carried state lives in allocas that SROA promotes to registers before vectorization.
 
 Reductions: only the accumulator update carries ``reassoc`` (so the loop vectorizer may keep
@@ -39,6 +41,7 @@ from tcp_rules.codegen.kernel import (
 )
 from tcp_rules.codegen.llvm_ops import emit_op, np_max, np_min
 from tcp_rules.codegen.scopes import KernelError, compute_scopes, needs_tiling
+from tcp_rules.codegen.stash import find_stash
 from tcp_rules.ops import identity_value
 from tcp_rules.types import DType
 
@@ -133,6 +136,7 @@ class KernelEmitter(BodyEmitter):
         self.idx: dict[str, ir.Value] = {}
         self.bounds: dict[str, tuple[ir.Value, ir.Value]] = {}
         self.tiled = needs_tiling(k)
+        self.stash = find_stash(k, self.scopes)
         if rerun is not None:
             self.e.trig_flag = self._alloca(I8, "trig.flag")
             self.allocas.store(ir.Constant(I8, 0), self.e.trig_flag)
@@ -187,6 +191,12 @@ class KernelEmitter(BodyEmitter):
             iv = self.affine(i) if isinstance(i, Affine) else self.value(i)
             off = b.add(off, b.mul(iv, stride, flags=["nsw"]), flags=["nsw"])
         return self.e.gep(mem_type(self.k.buffers[buf].dtype), self.fn.args[buf], off)
+
+    def compute(self, n: Node) -> ir.Value:
+        if self.stash is not None and n == self.stash.twin:  # stored by the row reduction
+            return self.e.load(mem_type(n.dtype), self.address(len(self.k.buffers) - 1,
+                                                               self.k.out_map()))
+        return super().compute(n)
 
     def load(self, n: Load) -> ir.Value:
         buf = self.k.buffers[n.buf]
@@ -284,6 +294,8 @@ class KernelEmitter(BodyEmitter):
 
         def update(slot: ir.Value) -> None:
             x = self.value(n.body)
+            if self.stash is not None and n == self.stash.reduce:
+                self._stash_store()
             if acc_t != x.type:
                 x = b.fpext(x, acc_t)
             a = b.load(slot)
@@ -309,6 +321,15 @@ class KernelEmitter(BodyEmitter):
             update(acc)
         r = b.load(acc)
         return b.fptrunc(r, reg_type(dt)) if acc_t != reg_type(dt) else r
+
+    def _stash_store(self) -> None:
+        """Store the stashed body value at the output element the reduction index stands for."""
+        assert self.stash is not None
+        last = self.dom[-1]
+        v = self.value(self.stash.body)
+        self.idx[last] = self.idx[self.stash.var]
+        self.e.b.store(v, self.address(len(self.k.buffers) - 1, self.k.out_map()))
+        del self.idx[last]
 
     def _combine(self, kind: str, a: ir.Value, x: ir.Value, dt: DType) -> ir.Value:
         b = self.e.b

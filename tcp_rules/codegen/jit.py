@@ -28,10 +28,12 @@ from pathlib import Path
 import llvmlite
 import llvmlite.binding as llvm
 
+from tcp_rules.ops import OPS
+
 _MAGIC = b"TCPK1\n"
 # The sources that decide a kernel's machine code: editing one invalidates every cache entry.
 _SOURCES = ("kernel.py", "irbase.py", "llvm_ops.py", "mathlib.py", "mathtable.py", "scopes.py",
-            "emit.py", "matmul.py", "jit.py")
+            "stash.py", "emit.py", "matmul.py", "jit.py")
 _lock = threading.RLock()
 
 
@@ -88,6 +90,8 @@ def fingerprint() -> str:
         p = here / name
         if p.exists():
             h.update(p.read_bytes())
+    # The op table's flops decide what a kernel stashes (stash.py).
+    h.update(repr(sorted((n, op.cost.flops_per_element) for n, op in OPS.items())).encode())
     h.update(repr(host()).encode())
     h.update(llvmlite.__version__.encode())
     return h.hexdigest()
