@@ -111,7 +111,7 @@ def run_case(name: str, repeats: int, threads: int, loops: Stream | None = None)
     except after OpenBLAS, whose idle worker threads keep spinning for a while and would slow
     whatever runs next: BLAS cases time each engine in a block, tcp-rules first. The stream
     loops of a memory-bound case take their turns too (given ``loops``), so that its roofline
-    fraction compares with the bandwidth of the same moments.
+    fraction compares with the bandwidth of the same moments (they run just before it).
     """
     rows = []
     for variant in C.variants(name, threads):
@@ -121,7 +121,9 @@ def run_case(name: str, repeats: int, threads: int, loops: Stream | None = None)
             rows.append(row)
             continue
         refs = loops.loops[variant.stream] if loops is not None and variant.bytes else []
-        engines = {**variant.engines, **{f"_stream{i}": fn for i, fn in enumerate(refs)}}
+        # The stream loops run right before tcp-rules in each round, so that a paired ratio
+        # compares moments a few milliseconds apart, not a round of slower engines apart.
+        engines = {**{f"_stream{i}": fn for i, fn in enumerate(refs)}, **variant.engines}
         times: dict[str, list[float]] = {e: [] for e in engines}
         for fn in engines.values():
             fn()  # warm-up: first-call compilation, page faults
