@@ -13,8 +13,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tcp_rules.codegen.kernel import Affine, ClampIndex, Kernel, Load, Node, Op, Reduce, walk
-from tcp_rules.codegen.scopes import Scopes, needs_tiling
+from tcp_rules.codegen.kernel import (
+    Affine,
+    ClampIndex,
+    Kernel,
+    Load,
+    Node,
+    Op,
+    Reduce,
+    children,
+    walk,
+)
+from tcp_rules.codegen.scopes import Scopes
 from tcp_rules.ops import get_op
 from tcp_rules.types import DType
 
@@ -34,7 +44,7 @@ class Stash:
 def find_stash(k: Kernel, scopes: Scopes) -> Stash | None:
     """The costliest node of a row reduction's body that the output also computes, if any."""
     rank = len(k.domain)
-    if rank < 2 or k.out_index is not None or k.output.dtype is DType.I1 or needs_tiling(k):
+    if rank < 2 or k.out_index is not None or k.output.dtype is DType.I1:
         return None
     last, row = f"d{rank - 1}", f"d{rank - 2}"
     outside = _outside_reductions(k.value)
@@ -84,13 +94,8 @@ def _outside_reductions(root: Node) -> dict[Node, None]:
     stack = [root]
     while stack:
         n = stack.pop()
-        if n in seen:
-            continue
-        seen[n] = None
-        if isinstance(n, Op):
-            stack.extend(n.args)
-        elif isinstance(n, ClampIndex):
-            stack.append(n.value)
-        elif isinstance(n, Load):
-            stack.extend(i for i in n.index if isinstance(i, Node))
+        if n not in seen:
+            seen[n] = None
+            if not isinstance(n, Reduce):
+                stack.extend(children(n))
     return seen
