@@ -108,10 +108,11 @@ def run_case(name: str, repeats: int, threads: int, loops: Stream | None = None)
     """Time one case with every engine; a case may yield several rows.
 
     Engines take turns run by run, so load from other processes hits all of them alike --
-    except after OpenBLAS, whose idle worker threads keep spinning for a while and would slow
-    whatever runs next: BLAS cases time each engine in a block, tcp-rules first. The stream
-    loops of a memory-bound case take their turns too (given ``loops``), so that its roofline
-    fraction compares with the bandwidth of the same moments (they run just before it).
+    except after multithreaded OpenBLAS, whose idle worker threads keep spinning for a while and
+    would slow whatever runs next: then BLAS cases time each engine in a block, tcp-rules
+    first. The stream loops of a memory-bound case take their turns too (given ``loops``), so
+    that its roofline fraction compares with the bandwidth of the same moments (they run just
+    before it).
     """
     rows = []
     for variant in C.variants(name, threads):
