@@ -63,24 +63,33 @@ def minimax(u: np.ndarray, resid: np.ndarray, w: np.ndarray, degree: int,
     return [coeffs[k] for k in range(degree + 1)]
 
 
-def fit_interval(f: Fn, x0: float, step: float, u_hi: float, m: float, c: float,
-                 degree: int) -> list[float]:
-    """acc's coefficients (a_0 first, rounded to f32) for x = x0 + u * step, u in [0, u_hi]."""
-    u = (0.5 - 0.5 * np.cos(np.linspace(0.0, np.pi, 3000)))[1:] * u_hi
-    y = f(x0 + u * step)
-    resid, w = (y - (u * m + c)) / u, u / ulp(y)
+def minimax_f32(u: np.ndarray, resid: np.ndarray, w: np.ndarray, degree: int) -> list[float]:
+    """minimax's a_0..a_degree rounded to f32 one at a time (a_0 first), refitting the rest."""
     fixed: dict[int, float] = {}
     for k in range(degree + 1):
         fixed[k] = float(np.float32(minimax(u, resid, w, degree, fixed)[k]))
     return [fixed[k] for k in range(degree + 1)]
 
 
+def horner32(coeffs: list[float], u: np.ndarray) -> np.ndarray:
+    """sum a_k u**k (coeffs a_0 first) in f32 FMAs, highest degree first, as the kernels do."""
+    a = np.full_like(u, np.float32(coeffs[-1]))
+    for k in coeffs[-2::-1]:
+        a = fma32(a, u, np.float32(k))
+    return a
+
+
+def fit_interval(f: Fn, x0: float, step: float, u_hi: float, m: float, c: float,
+                 degree: int) -> list[float]:
+    """acc's coefficients (a_0 first, rounded to f32) for x = x0 + u * step, u in [0, u_hi]."""
+    u = (0.5 - 0.5 * np.cos(np.linspace(0.0, np.pi, 3000)))[1:] * u_hi
+    y = f(x0 + u * step)
+    return minimax_f32(u, (y - (u * m + c)) / u, u / ulp(y), degree)
+
+
 def evaluate(u: np.ndarray, m: float, c: float, acc: list[float]) -> np.ndarray:
     """The kernel's f32 arithmetic for one interval."""
-    a = np.full_like(u, np.float32(acc[-1]))
-    for k in acc[-2::-1]:
-        a = fma32(a, u, np.float32(k))
-    return fma32(u, a, fma32(u, np.full_like(u, np.float32(m)), np.float32(c)))
+    return fma32(u, horner32(acc, u), fma32(u, np.full_like(u, np.float32(m)), np.float32(c)))
 
 
 def fit_table(f: Fn, starts: list[float], step: float, ends: list[float],
@@ -125,19 +134,11 @@ def fit_atan(degree: int) -> tuple[list[float], float]:
     t = 0.5 - 0.5 * np.cos(np.linspace(0, np.pi, 8001))
     t = t[t > 1e-4]  # below, atan(t) rounds to t whatever P is
     y = np.arctan(t)
-    resid, w = (y - t) / t**3, t**3 / ulp(y)
-    fixed: dict[int, float] = {}
-    for k in range(degree + 1):
-        fixed[k] = float(np.float32(minimax(t * t, resid, w, degree, fixed)[k]))
-    p = [fixed[k] for k in range(degree, -1, -1)]
+    p = minimax_f32(t * t, (y - t) / t**3, t**3 / ulp(y), degree)
     s = np.linspace(0, 1, 1 << 21, dtype=np.float32)
-    z = (s * s).astype(np.float32)
-    acc = np.full_like(s, np.float32(p[0]))
-    for a in p[1:]:
-        acc = fma32(acc, z, np.float32(a))
-    r = fma32((acc * z).astype(np.float32), s, s)
+    r = fma32((horner32(p, (s * s).astype(np.float32)) * (s * s)).astype(np.float32), s, s)
     truth = np.arctan(s.astype(np.float64))
-    return p, float(np.max(np.abs(r - truth) / ulp(truth)))
+    return p[::-1], float(np.max(np.abs(r - truth) / ulp(truth)))
 
 
 def main() -> None:

@@ -325,11 +325,9 @@ class KernelEmitter(BodyEmitter):
     def _stash_store(self) -> None:
         """Store the stashed body value at the output element the reduction index stands for."""
         assert self.stash is not None
-        last = self.dom[-1]
-        v = self.value(self.stash.body)
-        self.idx[last] = self.idx[self.stash.var]
-        self.e.b.store(v, self.address(len(self.k.buffers) - 1, self.k.out_map()))
-        del self.idx[last]
+        at = {self.dom[-1]: Affine.var(self.stash.var)}
+        index = tuple(a.subst(at) for a in self.k.out_map())
+        self.e.b.store(self.value(self.stash.body), self.address(len(self.k.buffers) - 1, index))
 
     def _combine(self, kind: str, a: ir.Value, x: ir.Value, dt: DType) -> ir.Value:
         b = self.e.b
