@@ -43,7 +43,10 @@ def scalar_bits(v: int | float | bool) -> int:
     if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_EXACT_INT:
         raise TcpError.at(f"integer constant {v} is too large for the optimizer "
                           f"(|value| <= 2**53)")
-    return int(struct.unpack("<q", struct.pack("<d", float(v)))[0])
+    f = float(v)
+    if f != f:  # one NaN: payloads carry no meaning here, and NONE_BOUND must stay unreachable
+        f = float("nan")
+    return int(struct.unpack("<q", struct.pack("<d", f))[0])
 
 
 def bits_scalar(bits: int, dtype: DType) -> int | float | bool:
@@ -216,7 +219,15 @@ class RuleEncoder:
         if e is None:
             return str(NONE_BOUND)
         if isinstance(e, AVar):
-            return _var("a", e.name)
+            var = _var("a", e.name)
+            if spec.optional:
+                # A variable stands for a value the attribute has: without this guard it would
+                # also bind the absent-bound sentinel, and a right side would then build that
+                # NaN payload into a splat (clamp-min on a bound-less clamp made max(x, NaN)).
+                guard = f"(!= {var} {NONE_BOUND})"
+                if guard not in self.atoms:
+                    self.atoms.append(guard)
+            return var
         assert isinstance(e, AConst)
         return attr_text(spec.kind, e.value, self.tables)
 
