@@ -24,7 +24,7 @@ from tcp_rules.interpret import bind_symbols
 from tcp_rules.ir import Func
 from tcp_rules.kernels import KernelInfo, kernel_infos
 from tcp_rules.ops import OPS
-from tcp_rules.optimize import OptOptions
+from tcp_rules.optimize import OptOptions, OptResult
 from tcp_rules.pipeline import (
     ENGINES,
     OPT_STAGES,
@@ -147,7 +147,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                 options = dataclasses.replace(
                     options, cost=with_sizes(options.cost, bind_symbols(func, inputs)))
             check_schedule(lib.rules, options.schedule)
-            func = optimize_func(func, lib.rules, options, emit).func
+            result = optimize_func(func, lib.rules, options, emit, args.validate, inputs)
+            if result.validation is not None:
+                print(result.validation.render(), file=sys.stderr)
+            func = result.func
         else:
             emit_kernels(func, _opt_options(args), emit)
         if args.emit == "llvm":
@@ -203,7 +206,8 @@ def cmd_opt(args: argparse.Namespace) -> int:
     results = []
     for func in funcs:
         try:
-            results.append(optimize_func(func, lib.rules, options, Emitter(stage)))
+            results.append(optimize_func(func, lib.rules, options, Emitter(stage),
+                                         args.validate))
         except EmitStop:
             continue
     if stage is not None:
@@ -212,6 +216,7 @@ def cmd_opt(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"funcs": [{"name": r.original.name, "program": print_func(r.func),
                                      "report": r.report.to_json(),
+                                     "validation": _validation_json(r),
                                      "kernels": [k.to_json() for k in ks]}
                                     for r, ks in zip(results, kernels, strict=True)]},
                          indent=2))
@@ -219,13 +224,23 @@ def cmd_opt(args: argparse.Namespace) -> int:
     for r, ks in zip(results, kernels, strict=True):
         print(print_func(r.func))
         lines = [f"optimization report for func {r.original.name}:",
-                 *r.report.render().splitlines(), f"kernels: {len(ks)}"]
+                 *r.report.render().splitlines(),
+                 *(r.validation.render().splitlines() if r.validation else []),
+                 f"kernels: {len(ks)}"]
         for k in ks:
             est = f"{k.estimated_us:.3f} us" if k.estimated_us is not None else "-"
             meas = f", measured {k.measured_us:.3f} us" if k.measured_us is not None else ""
             lines.append(f"  {k.name}: {', '.join(k.ops)} (estimated {est}{meas})")
         print("\n".join(f"# {line}" for line in lines))
     return 0
+
+
+def _validation_json(r: OptResult) -> dict[str, object] | None:
+    v = r.validation
+    if v is None:
+        return None
+    return {"ok": v.ok, "mode": v.mode, "cases": v.cases,
+            "fired": [{"rule": n, "class": c} for n, c in v.fired], "note": v.note}
 
 
 def _kernels(func: Func, options: OptOptions, args: argparse.Namespace) -> list[KernelInfo]:
@@ -295,6 +310,9 @@ def _opt_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-isolate", action="store_true",
                    help="saturate in this process (the time limit is then checked between "
                         "iterations only)")
+    p.add_argument("--validate", action="store_true",
+                   help="run the optimized program against the original on special and random "
+                        "inputs (and on --inputs) and refuse it if it differs beyond its class")
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

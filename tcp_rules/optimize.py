@@ -37,6 +37,7 @@ from tcp_rules.extract.snapshot import snapshot
 from tcp_rules.ir import Func, rebind_params
 from tcp_rules.printer import print_func
 from tcp_rules.rules.model import Rule
+from tcp_rules.verify.translation import Validation
 
 GRACE = 0.05  # the child is killed at the time limit plus this fraction (+10% in all)
 PROGRESS_EVERY = 0.25  # of the time limit: how often a fallback program is extracted
@@ -61,6 +62,7 @@ class OptResult:
     func: Func
     original: Func
     report: RunReport
+    validation: Validation | None = None  # set by the pipeline when asked to validate
 
 
 def select_rules(rules: Sequence[Rule], allow: Sequence[str]) -> list[Rule]:

@@ -23,6 +23,7 @@ from tcp_rules.ir import Func, Module
 from tcp_rules.optimize import OptOptions, OptResult, optimize, select_rules
 from tcp_rules.printer import print_func, print_module
 from tcp_rules.rules.model import Rule
+from tcp_rules.verify.translation import Validation, fired_rules, validate
 
 PROGRAM_STAGES = ("ast", "program")
 OPT_STAGES = ("egglog", "report", "optimized", "kernels")
@@ -77,16 +78,37 @@ def select_func(module: Module, name: str | None) -> Func:
 
 
 def optimize_func(func: Func, rules: Sequence[Rule], options: OptOptions,
-                  emit: Emitter | None = None) -> OptResult:
-    """Saturate and extract, emitting the ``egglog``, ``report`` and ``optimized`` stages."""
+                  emit: Emitter | None = None, validate: bool = False,
+                  inputs: Sequence[np.ndarray] | None = None) -> OptResult:
+    """Saturate and extract, emitting the ``egglog``, ``report`` and ``optimized`` stages.
+
+    With ``validate``, the optimized program is run against the original (on ``inputs`` too,
+    when given) and refused with an error naming the rules if it differs beyond its class.
+    """
     emit = emit or Emitter()
     emit("egglog", lambda: build_text(func, select_rules(rules, options.allow), Tables(),
                                       options.schedule)[0])
     result = optimize(func, rules, options)
+    if validate:
+        result.validation = check_translation(result, rules, inputs)
     emit("report", result.report.render)
     emit("optimized", lambda: print_func(result.func))
     emit_kernels(result.func, options, emit)
     return result
+
+
+def check_translation(result: OptResult, rules: Sequence[Rule],
+                      inputs: Sequence[np.ndarray] | None = None) -> Validation:
+    """Translation validation of an optimizer result (verify.translation); raises a TcpError
+    naming the rules involved when the optimized program changes an answer."""
+    fired = fired_rules(result.report.matches, rules)
+    v = validate(result.original, result.func, fired, inputs)
+    if not v.ok:
+        raise TcpError.at(
+            f"func {result.original.name}: {v.render()}", result.original.span,
+            hint="the optimized program was refused; run without the rules involved, with "
+                 "--allow exact, or with --no-opt, and please report the rules", stage="validate")
+    return v
 
 
 def emit_kernels(func: Func, options: OptOptions, emit: Emitter) -> None:
