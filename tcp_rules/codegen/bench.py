@@ -215,8 +215,8 @@ def run_benchmarks(cases: list[str] | None = None, repeats: int = 5, threads: in
     bw = stream(loops, repeats)
     rows = [r for n in names for r in run_case(n, repeats, threads, loops)]
     comp = compile_times(threads)
-    triple, cpu, _ = jit.host()
-    report = {"machine": {"cpu": cpu, "triple": triple, "threads": threads,
+    t = jit.target()
+    report = {"machine": {"cpu": t.cpu, "triple": t.triple, "target": t.name, "threads": threads,
                           "blas_threads_set": blas, "engines": C.available_engines(),
                           "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")},
               "stream_gbs": bw, "repeats": repeats,

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 
 import llvmlite.ir as ir
 
+from tcp_rules.codegen import jit
 from tcp_rules.types import DType
 
 F32 = ir.FloatType()
@@ -23,6 +24,41 @@ PTR = ir.PointerType()
 VOID = ir.VoidType()
 # 1.5 * 2**23: an f32 plus this rounds to an integer, which lands in the low mantissa bits
 ROUND_SHIFT = 12582912.0
+
+# The target-specific intrinsics the emitters use, by name prefix (the longest match decides), and
+# the features a target needs to select them. A target without them gets a Python error before
+# LLVM sees the call: LLVM's failure to select one ends the process. A target-specific intrinsic
+# missing here is refused on every target: add it with its features.
+TARGET_INTRINSICS: dict[str, tuple[str, ...]] = {
+    "x86.avx2.": ("avx2",),
+    "x86.avx512.": ("avx512f",),
+    "x86.avx512.mask.getmant.ps.128": ("avx512f", "avx512vl"),
+    "x86.avx512.mask.getmant.ps.256": ("avx512f", "avx512vl"),
+    "x86.avx512.mask.getexp.ps.128": ("avx512f", "avx512vl"),
+    "x86.avx512.mask.getexp.ps.256": ("avx512f", "avx512vl"),
+}
+_ARCH_PREFIXES = {"x86.": "x86", "aarch64.": "aarch64", "arm.": "arm", "ppc.": "ppc"}
+
+
+def check_intrinsic(name: str, target: jit.Target | None = None) -> None:
+    """Raise TargetError unless ``target`` (default: the current one) can select ``llvm.name``.
+    Generic intrinsics (fma, ldexp, maximum...) are legal everywhere: LLVM expands them."""
+    arch = next((a for p, a in _ARCH_PREFIXES.items() if name.startswith(p)), None)
+    if arch is None:
+        return
+    t = target or jit.target()
+    prefixes = [p for p in TARGET_INTRINSICS if name.startswith(p)]
+    if not prefixes:
+        raise jit.TargetError(f"llvm.{name}: a target-specific intrinsic with no entry in "
+                              "irbase.TARGET_INTRINSICS")
+    need = TARGET_INTRINSICS[max(prefixes, key=len)]
+    on_arch = t.is_x86 if arch == "x86" else t.arch.startswith(arch)
+    missing = [f for f in need if not t.has(f)]
+    if not on_arch or missing:
+        lacks = f"lacks {', '.join(missing)}" if on_arch else f"is {t.arch}, not {arch}"
+        raise jit.TargetError(f"llvm.{name} cannot be compiled for target {t.name} ({t.cpu}), "
+                              f"which {lacks}")
+
 
 _REG = {DType.F32: F32, DType.F64: F64, DType.I32: I32, DType.I64: I64, DType.I1: I1}
 
@@ -96,6 +132,7 @@ class IR:
     def intrinsic(self, name: str, args: Sequence[ir.Value], ret: ir.Type | None = None,
                   tys: Sequence[ir.Type] | None = None) -> ir.Value:
         """Call ``llvm.<name>`` overloaded on ``tys`` (default: the first argument's type)."""
+        check_intrinsic(name)
         tys = tys if tys is not None else [args[0].type]
         full = "llvm." + name + "".join("." + type_suffix(t) for t in tys)
         fn = self.declare(full, ret or args[0].type, [a.type for a in args])

@@ -20,7 +20,9 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -28,6 +30,7 @@ from pathlib import Path
 import llvmlite
 import llvmlite.binding as llvm
 
+from tcp_rules.diagnostics import Diagnostic, TcpError
 from tcp_rules.ops import OPS
 
 _MAGIC = b"TCPK1\n"
@@ -61,24 +64,140 @@ def _init() -> None:
 
 
 @cache
-def host() -> tuple[str, str, str]:
-    """(triple, cpu name, cpu features) of this machine."""
+def _init_all() -> None:
+    # Only compiling for another architecture needs its back end.
     _init()
-    return (llvm.get_process_triple(), llvm.get_host_cpu_name(),
-            llvm.get_host_cpu_features().flatten())
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+
+
+class TargetError(TcpError):
+    """Code that a target cannot run or select: refused in Python, before LLVM sees it (an LLVM
+    selection failure is a fatal error that ends the process)."""
+
+    def __init__(self, message: str):
+        super().__init__(Diagnostic(message), "codegen")
+
+
+@dataclass(frozen=True)
+class Target:
+    """What code is generated for: an LLVM triple, a CPU name and its feature string. Every
+    strategy choice (vector widths, x86 table permutes, vscalefps/vgetexpps, FMA) asks it."""
+
+    name: str
+    triple: str
+    cpu: str
+    features: str  # LLVM's syntax: "+avx2,+fma,-avx512f,..."
+
+    @property
+    def arch(self) -> str:
+        """The architecture part of the triple: x86_64, aarch64..."""
+        return self.triple.split("-", 1)[0]
+
+    @property
+    def is_x86(self) -> bool:
+        return self.arch in ("x86_64", "i386", "i686")
+
+    def has(self, feature: str) -> bool:
+        """Whether the target has ``feature`` (LLVM's name: avx512f, avx2, fma, neon...)."""
+        return f"+{feature}" in self.features.split(",")
+
+    def key(self) -> str:
+        """What the cache key and kernel symbols take from the target."""
+        return f"{self.triple}|{self.cpu}|{self.features}"
+
+    def machine(self, jit: bool = False) -> llvm.TargetMachine:
+        """A fresh LLVM target machine (an engine takes ownership of the one it gets)."""
+        if self.arch != host().arch:
+            _init_all()
+        target = llvm.Target.from_triple(self.triple)
+        return target.create_target_machine(cpu=self.cpu, features=self.features, opt=3,
+                                            reloc="static" if jit else "default",
+                                            codemodel="jitdefault" if jit else "default")
+
+    def runs_here(self) -> str | None:
+        """None if this machine can run the target's code, else why not."""
+        h = host()
+        if self.arch != h.arch:
+            return f"target {self.name} ({self.triple}) is not this machine's {h.triple}"
+        missing = [f[1:] for f in self.features.split(",")
+                   if f.startswith("+") and not h.has(f[1:])]
+        if missing:
+            return f"this CPU lacks {', '.join(missing)}, which target {self.name} uses"
+        return None
+
+
+# x86-64 microarchitecture levels (the psABI's), each adding to the one before, and an aarch64
+# server core. LLVM knows the CPU names; the features are spelled out so that strategy choices
+# and the code LLVM selects agree.
+_V2 = ("cx16", "popcnt", "sahf", "sse3", "sse4.1", "sse4.2", "ssse3")
+_V3 = (*_V2, "avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave")
+_V4 = (*_V3, "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
+_X86 = "x86_64-unknown-linux-gnu"
+
+
+def _named(name: str, triple: str, cpu: str, feats: tuple[str, ...]) -> Target:
+    return Target(name, triple, cpu, ",".join(f"+{f}" for f in feats))
+
+
+TARGETS: dict[str, Target] = {
+    "x86-64": _named("x86-64", _X86, "x86-64", ("cx8", "fxsr", "mmx", "sse", "sse2")),
+    "x86-64-v2": _named("x86-64-v2", _X86, "x86-64-v2", ("sse", "sse2", *_V2)),
+    "x86-64-v3": _named("x86-64-v3", _X86, "x86-64-v3", ("sse", "sse2", *_V3)),
+    "x86-64-v4": _named("x86-64-v4", _X86, "x86-64-v4", ("sse", "sse2", *_V4)),
+    "aarch64": _named("aarch64", "aarch64-unknown-linux-gnu", "neoverse-n1",
+                      ("neon", "fp-armv8")),
+}
+
+
+@cache
+def host() -> Target:
+    """This machine: the process's triple, CPU name and CPU features."""
+    _init()
+    return Target("host", llvm.get_process_triple(), llvm.get_host_cpu_name(),
+                  llvm.get_host_cpu_features().flatten())
+
+
+_active: ContextVar[Target | None] = ContextVar("tcpr_target", default=None)
+
+
+def target() -> Target:
+    """The target code is generated for: the one set by :func:`targeting`, else the named target
+    in ``$TCPR_TARGET`` (``host``, ``x86-64``, ``x86-64-v2``...), else this machine."""
+    t = _active.get()
+    if t is not None:
+        return t
+    env = os.environ.get("TCPR_TARGET", "").strip()
+    if not env or env == "host":
+        return host()
+    if env not in TARGETS:
+        raise TargetError(f"TCPR_TARGET={env!r} names no target; known: host, "
+                          f"{', '.join(TARGETS)}")
+    return TARGETS[env]
+
+
+@contextmanager
+def targeting(t: Target | str) -> Iterator[Target]:
+    """Generate code for ``t`` (a Target or a name in TARGETS) inside the ``with`` block."""
+    if isinstance(t, str):
+        if t not in TARGETS and t != "host":
+            raise TargetError(f"no target named {t!r}; known: host, {', '.join(TARGETS)}")
+        t = host() if t == "host" else TARGETS[t]
+    token = _active.set(t)
+    try:
+        yield t
+    finally:
+        _active.reset(token)
 
 
 def has_feature(name: str) -> bool:
-    """Whether the host CPU has feature ``name`` (avx512f, avx2, fma...)."""
-    return f"+{name}" in host()[2].split(",")
+    """Whether the target code is generated for has feature ``name`` (avx512f, avx2, fma...)."""
+    return target().has(name)
 
 
 def target_machine() -> llvm.TargetMachine:
-    """A fresh target machine for the host (an engine takes ownership of the one it gets)."""
-    triple, cpu, features = host()
-    target = llvm.Target.from_triple(triple)
-    return target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="static",
-                                        codemodel="jitdefault")
+    """A fresh JIT target machine for the current target (an engine takes ownership of it)."""
+    return target().machine(jit=True)
 
 
 @cache
@@ -92,14 +211,15 @@ def fingerprint() -> str:
             h.update(p.read_bytes())
     # The op table's flops decide what a kernel stashes (stash.py).
     h.update(repr(sorted((n, op.cost.flops_per_element) for n, op in OPS.items())).encode())
-    h.update(repr(host()).encode())
     h.update(llvmlite.__version__.encode())
     return h.hexdigest()
 
 
 def cache_key(kernel_text: str) -> str:
-    """The cache key of a kernel: its canonical text, the codegen sources and the target."""
-    return hashlib.sha256((fingerprint() + "\n" + kernel_text).encode()).hexdigest()
+    """The cache key of a kernel: its canonical text, the codegen sources and the target (the
+    current one: strategies differ per target, and so do the symbols derived from the key)."""
+    text = f"{fingerprint()}\n{target().key()}\n{kernel_text}"
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def cache_dir() -> Path:
@@ -111,11 +231,14 @@ def cache_dir() -> Path:
     return Path(base) / "tcp-rules"
 
 
-def _optimize(ir_text: str, vectorize: bool) -> tuple[llvm.ModuleRef, llvm.TargetMachine]:
+def _optimize(ir_text: str, vectorize: bool, t: Target, jit: bool = True
+              ) -> tuple[llvm.ModuleRef, llvm.TargetMachine]:
     _init()
     mod = llvm.parse_assembly(ir_text)
     mod.verify()
-    tm = target_machine()
+    tm = t.machine(jit)
+    mod.triple = t.triple
+    mod.data_layout = str(tm.target_data)
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     # Hand-vectorized code (matmul) gains nothing from the loop vectorizer and compiles faster
     # without it; unrolling stays on (the matmul's K loop needs it).
@@ -138,14 +261,25 @@ def _optimize(ir_text: str, vectorize: bool) -> tuple[llvm.ModuleRef, llvm.Targe
 
 
 def optimize_to_object(ir_text: str, vectorize: bool = True) -> bytes:
-    """Verify, optimize (O3 with the loop vectorizer, host CPU) and compile IR to an object."""
-    mod, tm = _optimize(ir_text, vectorize)
+    """Verify, optimize (O3 with the loop vectorizer) and compile IR to an object for the
+    current target, to be loaded into this process."""
+    mod, tm = _optimize(ir_text, vectorize, target())
     return bytes(tm.emit_object(mod))
 
 
+def compile_for(ir_text: str, t: Target | str, vectorize: bool = True,
+                assembly: bool = False) -> bytes | str:
+    """Compile IR to an object file (or assembly text) for target ``t`` (a Target or a name in
+    TARGETS) without running it: any architecture LLVM has a back end for. The IR must have been
+    generated for ``t`` (under :func:`targeting`), or it may use intrinsics ``t`` lacks."""
+    tt = TARGETS[t] if isinstance(t, str) else t
+    mod, tm = _optimize(ir_text, vectorize, tt, jit=False)
+    return tm.emit_assembly(mod) if assembly else bytes(tm.emit_object(mod))
+
+
 def optimized_ir(ir_text: str, vectorize: bool = True) -> str:
-    """The optimized IR (for inspection and tests)."""
-    return str(_optimize(ir_text, vectorize)[0])
+    """The optimized IR for the current target (for inspection and tests)."""
+    return str(_optimize(ir_text, vectorize, target())[0])
 
 
 def _entry_path(key: str) -> Path:
@@ -185,7 +319,8 @@ class _Engine:
 
     def __init__(self) -> None:
         _init()
-        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine())
+        # Objects come compiled for the current target; the engine only links and loads them.
+        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), host().machine(True))
         self.loaded: dict[str, int] = {}
 
     def add(self, obj: bytes, symbols: list[str]) -> dict[str, int]:
@@ -206,6 +341,10 @@ def load(key: str, symbols: list[str], build_ir: Callable[[], str],
          use_disk: bool = True, vectorize: bool = True) -> dict[str, int]:
     """Addresses of ``symbols``, compiling ``build_ir()`` only if no cache level has them."""
     global _engine
+    why = target().runs_here()
+    if why is not None:
+        raise TargetError(f"cannot run compiled code here: {why} (TCPR_TARGET is "
+                          f"{os.environ.get('TCPR_TARGET', 'unset')})")
     with _lock:
         if _engine is None:
             _engine = _Engine()

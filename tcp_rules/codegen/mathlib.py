@@ -82,10 +82,10 @@ def _ints(e: IR, x: ir.Value) -> ir.Type:
     return like(x.type, I32)
 
 
-def scale_strategy() -> str:
-    """How ``scale`` multiplies by 2**n here: "ldexp" with AVX-512 (one vscalefps), else "split"
-    (llvm.ldexp would be a libm call per lane)."""
-    return "ldexp" if jit.has_feature("avx512f") else "split"
+def scale_strategy(target: jit.Target | None = None) -> str:
+    """How ``scale`` multiplies by 2**n on the target (default: the current one): "ldexp" with
+    AVX-512 (one vscalefps), else "split" (llvm.ldexp would be a libm call per lane)."""
+    return "ldexp" if (target or jit.target()).has("avx512f") else "split"
 
 
 def scale(e: IR, y: ir.Value, n: ir.Value, how: str | None = None) -> ir.Value:
@@ -116,10 +116,12 @@ def exp(e: IR, x: ir.Value, how: str | None = None) -> ir.Value:
     return scale(e, e.poly(r, _EXP_POLY), n, how)
 
 
-def log_strategy() -> str:
-    """How vectors split x into 2**n (1 + f) for log: "avx512" (vgetexpps and vgetmantps, which
-    also give the special values), else "bits" (integer arithmetic on the bits)."""
-    return "avx512" if jit.has_feature("avx512f") and jit.has_feature("avx512vl") else "bits"
+def log_strategy(target: jit.Target | None = None) -> str:
+    """How vectors split x into 2**n (1 + f) for log on the target (default: the current one):
+    "avx512" (vgetexpps and vgetmantps, which also give the special values), else "bits"
+    (integer arithmetic on the bits)."""
+    t = target or jit.target()
+    return "avx512" if t.has("avx512f") and t.has("avx512vl") else "bits"
 
 
 def _log_split_bits(e: IR, x: ir.Value) -> tuple[ir.Value, ir.Value]:

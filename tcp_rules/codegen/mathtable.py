@@ -141,11 +141,14 @@ class Piecewise:
     interval: Interval
 
 
-def strategy() -> str:
-    """The lookup strategy for this host's vectors."""
-    if jit.has_feature("avx512f"):
-        return "avx512"
-    return "avx2" if jit.has_feature("avx2") else "lanes"
+# The features each vector strategy needs (lanes: none, one load per lane on any target).
+NEEDS = {"avx512": ("avx512f",), "avx2": ("avx2",), "lanes": ()}
+
+
+def strategy(target: jit.Target | None = None) -> str:
+    """The lookup strategy for the target's vectors (default: the current target)."""
+    t = target or jit.target()
+    return next(how for how in STRATEGIES if all(t.has(f) for f in NEEDS[how]))
 
 
 def _pad(row: Sequence[float]) -> tuple[float, ...]:

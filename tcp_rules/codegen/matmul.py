@@ -34,13 +34,31 @@ from tcp_rules.types import DType
 MC = 96  # rows per block: an MC x K block of A stays in L2 while the panels pass
 
 
-def tile_shape(dt: DType) -> tuple[int, int, int]:
-    """(MR, NR, VF): register tile rows and columns, and vector lanes, for this CPU."""
-    wide = jit.has_feature("avx512f")
-    vf = (64 if wide else 32) // dt.itemsize
+def tile_shape(dt: DType, target: jit.Target | None = None) -> tuple[int, int, int]:
+    """(MR, NR, VF): register tile rows and columns, and vector lanes, for the target (default:
+    the current one). 64-byte vectors with AVX-512 (32 registers), 32 with AVX (16), else 16
+    (SSE: 16 registers, NEON: 32): wider vectors than the target has would be split in two and
+    the tile would no longer fit in the registers."""
+    t = target or jit.target()
+    wide = t.has("avx512f")
+    vf = (64 if wide else 32 if t.has("avx") else 16) // dt.itemsize
     if wide:
         return 8, 2 * vf, vf  # 16 accumulators of 32 registers
     return 6, 2 * vf, vf  # 12 accumulators of 16 registers
+
+
+def fused(target: jit.Target | None = None) -> bool:
+    """Whether the target multiplies and adds in one instruction (x86 FMA3, any aarch64);
+    without it llvm.fma is a libm call per lane, and the K loop multiplies, then adds."""
+    t = target or jit.target()
+    return t.has("fma") or t.arch == "aarch64"
+
+
+def _risky(e: IR, amax: ir.Value, bmax: ir.Value) -> ir.Value:
+    """Whether a product of an element of A (magnitudes at most ``amax``) and one of B (at most
+    ``bmax``) can round to inf, or an operand is not finite (a maximum is inf or NaN). Rounding is
+    monotonic, so when amax * bmax rounds to a finite number no product overflows."""
+    return e.b.fcmp_unordered("==", e.b.fmul(amax, bmax), e.const(amax.type, float("inf")))
 
 
 class _Fn:
@@ -109,22 +127,30 @@ def _emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> None:
     batch = size(k.output.shape[0]) if k.batched else f.c64(1)
     ty = mem_type(dt)
     npan = b.sdiv(b.add(n, f.c64(nr - 1)), f.c64(nr))
+    tail = b.mul(b.mul(batch, npan), b.mul(kk, f.c64(nr)))  # then one max |b| per panel
+    mx = f._alloca(ty, "bmax")
+
+    def copy(s_row: ir.Value, d_row: ir.Value, j: ir.Value) -> None:
+        x = f.e.load(ty, f.e.gep(ty, src, b.add(s_row, j)))
+        b.store(x, f.e.gep(ty, dst, b.add(d_row, j)))
+        if dt.is_float:  # llvm.maximum: a NaN stays
+            b.store(f.e.intrinsic("maximum", [b.load(mx), f.e.fabs(x)]), mx)
 
     def per_batch(bi: ir.Value) -> None:
         def per_panel(p: ir.Value) -> None:
             j0 = b.mul(p, f.c64(nr))
             width = f.imin(f.c64(nr), b.sub(n, j0))
             dst0 = b.mul(b.add(b.mul(bi, npan), p), b.mul(kk, f.c64(nr)))
+            b.store(ir.Constant(ty, 0), mx)
 
             def per_k(r: ir.Value) -> None:
                 s_row = b.add(b.mul(b.add(b.mul(bi, kk), r), n), j0)
                 d_row = b.add(dst0, b.mul(r, f.c64(nr)))
-                f.loop(f.c64(0), width, 1, lambda j: b.store(
-                    f.e.load(ty, f.e.gep(ty, src, b.add(s_row, j))),
-                    f.e.gep(ty, dst, b.add(d_row, j))), "j")
+                f.loop(f.c64(0), width, 1, lambda j: copy(s_row, d_row, j), "j")
                 f.loop(width, f.c64(nr), 1, lambda j: b.store(
                     ir.Constant(ty, 0), f.e.gep(ty, dst, b.add(d_row, j))), "z")
             f.loop(f.c64(0), kk, 1, per_k, "k")
+            b.store(b.load(mx), f.e.gep(ty, dst, b.add(tail, b.add(b.mul(bi, npan), p))))
         f.loop(lo, hi, 1, per_panel, "p")
     f.loop(f.c64(0), batch, 1, per_batch, "bi")
     b.ret_void()
@@ -230,25 +256,36 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
     lane_ids = ir.Constant(ir.VectorType(I64, vf), list(range(vf)))
     is_float = dt.is_float
 
+    amax = f._alloca(el, "amax")
+    fma = fused()
+    guard = is_float and fma  # products rounded one by one where one may overflow (below)
+
     def pack_a(bi: ir.Value, ic: ir.Value, ic_end: ir.Value) -> None:
         """Rows [ic, ic_end) of A into [tile][k][MR]: each k's MR values are adjacent, and
-        rows 4 KiB apart no longer collide in the cache. Missing rows repeat the last one."""
+        rows 4 KiB apart no longer collide in the cache. Missing rows repeat the last one.
+        Records the block's largest magnitude (NaN if any is NaN) in ``amax``."""
         a_base = b.mul(bi, b.mul(m, kk))
         last_row = b.sub(ic_end, f.c64(1))
+        b.store(ir.Constant(el, 0), amax)
+
+        def copy(src: ir.Value, dst: ir.Value, kv: ir.Value) -> None:
+            x = e.load(el, e.gep(el, src, kv))
+            b.store(x, e.gep(el, dst, b.mul(kv, f.c64(mr))))
+            if guard:
+                b.store(e.intrinsic("maximum", [b.load(amax), e.fabs(x)]), amax)
 
         def per_row(t_r: ir.Value) -> None:
             t, r = b.sdiv(t_r, f.c64(mr)), b.srem(t_r, f.c64(mr))
             src = e.gep(el, bufs[0], b.add(a_base, b.mul(
                 f_min(e, b.add(ic, t_r), last_row), kk)))
             dst = e.gep(el, apack, b.add(b.mul(t, b.mul(kk, f.c64(mr))), r))
-            f.loop(f.c64(0), kk, 1, lambda kv: b.store(
-                e.load(el, e.gep(el, src, kv)), e.gep(el, dst, b.mul(kv, f.c64(mr)))), "pk")
+            f.loop(f.c64(0), kk, 1, lambda kv: copy(src, dst, kv), "pk")
         tiles = b.sdiv(b.add(b.sub(ic_end, ic), f.c64(mr - 1)), f.c64(mr))
         f.loop(f.c64(0), b.mul(tiles, f.c64(mr)), 1, per_row, "pr")
 
-    def tile(bi: ir.Value, i0: ir.Value, rows: ir.Value, p: ir.Value, ic: ir.Value) -> None:
-        ap = e.gep(el, apack, b.mul(b.sdiv(b.sub(i0, ic), f.c64(mr)), b.mul(kk, f.c64(mr))))
-        bp = e.gep(el, packed, b.mul(b.add(b.mul(bi, npan), p), b.mul(kk, f.c64(nr))))
+    def k_loop(ap: ir.Value, bp: ir.Value, fuse: bool) -> tuple[ir.Block, list[ir.Value]]:
+        """The MR x NR tile's sums over k, fused multiply-adds or products rounded first; the
+        block it ends in and the accumulators there."""
         pre = b.block
         head = b.append_basic_block("k.head")
         body = b.append_basic_block("k.body")
@@ -272,8 +309,12 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
             av = e.splat(e.load(el, e.gep(el, arow, f.c64(r))), vf)
             for v in range(nv):
                 acc = accs[r * nv + v]
-                new.append(e.fma(av, bvec[v], acc) if is_float else
-                           b.add(acc, b.mul(av, bvec[v])))
+                if not is_float:
+                    new.append(b.add(acc, b.mul(av, bvec[v])))
+                elif fuse:
+                    new.append(e.fma(av, bvec[v], acc))
+                else:  # no fast-math flags: LLVM never contracts these two
+                    new.append(b.fadd(acc, b.fmul(av, bvec[v])))
         kn = b.add(kv, f.c64(1))
         latch = b.block
         kv.add_incoming(kn, latch)
@@ -281,6 +322,34 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
             ph.add_incoming(val, latch)
         b.branch(head)
         b.position_at_end(done)
+        return done, list(accs)
+
+    def tile(bi: ir.Value, i0: ir.Value, rows: ir.Value, p: ir.Value, ic: ir.Value,
+             risky: ir.Value | None) -> None:
+        ap = e.gep(el, apack, b.mul(b.sdiv(b.sub(i0, ic), f.c64(mr)), b.mul(kk, f.c64(mr))))
+        bp = e.gep(el, packed, b.mul(b.add(b.mul(bi, npan), p), b.mul(kk, f.c64(nr))))
+        if risky is None:
+            accs = k_loop(ap, bp, fma)[1]
+        else:
+            # A fused multiply-add never rounds the product, so where a product overflows it
+            # gives a finite or infinite sum where the rounded product gives inf or NaN (inf *
+            # 1 + 2 * -3e38: NaN in the reference, inf fused). Tiles whose operands could do
+            # that (or hold inf or NaN) round the products first, as the reference does.
+            slow, quick, join = (b.append_basic_block(s) for s in ("k.exact", "k.fast", "k.j"))
+            b.cbranch(risky, slow, quick)
+            b.position_at_end(quick)
+            d1, acc1 = k_loop(ap, bp, True)
+            b.branch(join)
+            b.position_at_end(slow)
+            d2, acc2 = k_loop(ap, bp, False)
+            b.branch(join)
+            b.position_at_end(join)
+            accs = []
+            for x1, x2 in zip(acc1, acc2, strict=True):
+                ph = b.phi(vt)
+                ph.add_incoming(x1, d1)
+                ph.add_incoming(x2, d2)
+                accs.append(ph)
         j0 = b.mul(p, f.c64(nr))
         for r in range(mr):
             yes = b.append_basic_block(f"row{r}")
@@ -305,14 +374,20 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
             b.branch(nxt)
             b.position_at_end(nxt)
 
+    tail = b.mul(b.mul(batch, npan), b.mul(kk, f.c64(nr)))  # the panels' max |b| (_emit_pack)
+
     def per_batch(bi: ir.Value) -> None:
         def per_block(ic: ir.Value) -> None:
             ic_end = f_min(e, b.add(ic, f.c64(MC)), hi)
             pack_a(bi, ic, ic_end)
 
             def per_panel(p: ir.Value) -> None:
+                risky = None
+                if guard:
+                    bmax = e.load(el, e.gep(el, packed, b.add(tail, b.add(b.mul(bi, npan), p))))
+                    risky = _risky(e, b.load(amax), bmax)
                 f.loop(ic, ic_end, mr, lambda i0: tile(
-                    bi, i0, f_min(e, f.c64(mr), b.sub(ic_end, i0)), p, ic), "ir")
+                    bi, i0, f_min(e, f.c64(mr), b.sub(ic_end, i0)), p, ic, risky), "ir")
             f.loop(f.c64(0), npan, 1, per_panel, "jr")
         f.loop(lo, hi, MC, per_block, "ic")
     f.loop(f.c64(0), batch, 1, per_batch, "bi")
@@ -321,14 +396,16 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
 
 def run_matmul(k: MatmulKernel, fn: Callable[..., None], pack: Callable[..., None] | None,
                ptrs: list[int], sizes: int, si: StepInstance,
-               split: Callable[[Callable[[int, int], None], int, int, int], None]) -> None:
-    """Pack B, then compute the rows, each split across threads when large."""
+               split: Callable[[Callable[[int, int], None], int, int, int], None],
+               target: jit.Target) -> None:
+    """Pack B, then compute the rows, each split across threads when large; ``target`` is the
+    one the kernel was compiled for (it decides the tile shape)."""
     assert si.matmul is not None
     batch, m, kk, n = si.matmul
-    mr, nr, _ = tile_shape(k.buffers[0].dtype)
+    mr, nr, _ = tile_shape(k.buffers[0].dtype, target)
     npan = -(-n // nr)
     dt = k.buffers[0].dtype.np_dtype
-    count = max(1, batch * npan * kk * nr)
+    count = batch * npan * kk * nr + batch * npan  # the panels, then each panel's max |b|
     raw = np.empty(count + 64 // dt.itemsize, dtype=dt)
     shift = (-raw.ctypes.data % 64) // dt.itemsize  # 64-byte aligned panels
     packed = raw[shift:shift + count]

@@ -61,8 +61,7 @@ def _executor(n: int) -> ThreadPoolExecutor:
 def module_ir(k: AnyKernel, symbol: str) -> str:
     """The LLVM IR text of one kernel's module."""
     module = ir.Module(name=symbol)
-    triple, _, _ = jit.host()
-    module.triple = triple
+    module.triple = jit.target().triple
     if isinstance(k, MatmulKernel):
         emit_matmul(module, k, symbol)
     else:
@@ -107,6 +106,7 @@ class CompiledFunc:
                  use_disk_cache: bool = True):
         self.func, self.plan = func, plan
         self.threads = default_threads() if threads is None else max(1, threads)
+        self.target = jit.target()  # the kernels' (their matmul tiles' shapes depend on it)
         self.steps: list[_Compiled] = []
         for st in plan.steps:
             addrs = load_kernel(st.kernel, use_disk_cache)
@@ -209,7 +209,8 @@ class CompiledFunc:
         sizes = si.sizes.ctypes.data
         if si.matmul is not None:
             assert isinstance(c.step.kernel, MatmulKernel)
-            run_matmul(c.step.kernel, c.fn, c.pack, ptrs, sizes, si, self._split)
+            run_matmul(c.step.kernel, c.fn, c.pack, ptrs, sizes, si, self._split,
+                       self.target)
             return
         self._split(lambda lo, hi: c.fn(*ptrs, sizes, lo, hi), si.extent, si.work, 1)
 

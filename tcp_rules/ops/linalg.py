@@ -75,6 +75,25 @@ def _infer_matmul(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
     return TensorType(a.dtype, a.dims[:-1] + b.dims[-1:])
 
 
+def matmul_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The product with each a[i,k] * b[k,j] rounded to the dtype, then summed (in some order).
+
+    BLAS may fuse the multiply-adds, and a fused product never overflows: [[inf, 2]] @ [[1],
+    [-3e38]] is inf fused but inf + -inf = NaN with the rounded product, depending on the size
+    and the BLAS. So where a product can round to inf (rounding is monotonic: |a| max times |b|
+    max rounds to inf) or an operand is inf or NaN, each row is computed from rounded products.
+    Otherwise np.matmul: its rounding differs from another order's by the usual sum bounds."""
+    out = np.matmul(a, b)
+    if a.dtype.kind != "f" or a.size == 0 or b.size == 0:
+        return out
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.max(np.abs(a)) * np.max(np.abs(b))):
+            return out
+        for idx in np.ndindex(*a.shape[:-1]):  # (batch,) row: K x N products at a time
+            out[idx] = np.sum(a[idx][:, None] * b[idx[:-1]], axis=0, dtype=a.dtype)
+    return out
+
+
 def _matmul_flops(args: Sequence[tuple[int, ...]], out: tuple[int, ...], attrs: Attrs) -> float:
     return 2.0 * math.prod(out) * args[0][-1]
 
@@ -88,6 +107,7 @@ LINALG_OPS: tuple[OpDef, ...] = (
     _reduction("reduce_min", np.min, "minimum over axes (NaN if any is NaN)", float("inf")),
     OpDef(name="matmul", doc="matrix product [M,K]@[K,N], or batched [B,M,K]@[B,K,N]",
           operands=("a", "b"), attrs=(), infer=_infer_matmul,
-          reference=lambda a, attrs, out: np.matmul(a[0], a[1]).astype(out.dtype.np_dtype),
+          reference=lambda a, attrs, out: matmul_reference(a[0], a[1]).astype(
+              out.dtype.np_dtype),
           cost=CostFormula(2, custom=_matmul_flops), category="matmul"),
 )
