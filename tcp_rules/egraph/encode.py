@@ -7,6 +7,7 @@ the query (so an undefined value just means no match), the union in the actions.
 
 from __future__ import annotations
 
+import math
 import re
 import struct
 from dataclasses import dataclass, field
@@ -175,8 +176,12 @@ def _var(prefix: str, name: str) -> str:
 class RuleEncoder:
     """One direction of one rule as an egglog rule."""
 
-    def __init__(self, rule: Rule, label: str, frm: Pattern, to: Pattern, tables: Tables):
+    def __init__(self, rule: Rule, label: str, frm: Pattern, to: Pattern, tables: Tables,
+                 int_zero: bool = False):
         self.rule, self.label, self.frm, self.to, self.tables = rule, label, frm, to, tables
+        # The variant that matches a -0.0 literal where it splats to an integer or i1 zero,
+        # whose bits in the e-graph are those of 0 (see encode_rule).
+        self.int_zero = int_zero
         self.atoms: list[str] = []
         self.count = 0
         self.bound: dict[str, str] = {}  # memo of bound lookups (dims of x, ...)
@@ -200,9 +205,12 @@ class RuleEncoder:
             case PVar(name=n):
                 return _var("x", n)
             case PLit(value=v):
-                var = self.fresh("lit")
-                self.atoms.append(f"(= {var} (Splat {self.tables.scalar(v)} "
-                                  f"{self.fresh('lt')} {self.fresh('ld')}))")
+                var, dtype = self.fresh("lit"), self.fresh("ld")
+                bits = self.tables.scalar(v)
+                if self.int_zero and _negative_zero(v):
+                    bits = self.tables.scalar(0)
+                    self.atoms.append(f"(= (is-float {dtype}) false)")
+                self.atoms.append(f"(= {var} (Splat {bits} {self.fresh('lt')} {dtype}))")
                 return var
             case POp(op=op, args=args, attrs=attrs):
                 parts = [self.match(a) for a in args]
@@ -309,7 +317,7 @@ class RuleEncoder:
                 return self.bind(f'(unstable-vec-map (unstable-fn "vec-get" {s}) {idx})')
             case "remove":
                 s, idx = self.expr(a[0], "IVec"), self.expr(a[1], "IVec")
-                sel = self.bind(f"(keep-sel (vec-length {s}) (sorted {idx}))")
+                sel = self.bind(f"(keep-sel (vec-length {s}) (axis-set {idx}))")
                 return self.bind(f'(unstable-vec-map (unstable-fn "vec-get" {s}) {sel})')
             case "cat":
                 return self.bind(f"(vec-append {self.expr(a[0], 'IVec')} "
@@ -409,6 +417,7 @@ class RuleEncoder:
             self.guard(g)
         rhs = self.build(self.to, root if isinstance(self.to, PLit) else None)
         name = self.rule.name + ("" if self.label == "=>" else "<=")
+        name += INT_ZERO_SUFFIX if self.int_zero else ""
         query = "\n       ".join(self.atoms)
         return (f"(rule ({query})\n      ((union {root} {rhs}))\n"
                 f"      :ruleset {ruleset} :name \"{name}\")")
@@ -431,17 +440,58 @@ def _typed_like(p: Pattern) -> str | None:
     return None
 
 
+_KEEP = re.compile(r"[A-Za-z0-9.\-]")
+
+
+def _mangle(prefix: str, name: str) -> str:
+    """An egglog identifier for a user-chosen name, distinct for distinct names.
+
+    Rule names may hold '-', '_' and '.', and a ruleset is named after its file; mapping
+    those characters to one ('add-zero', 'add_zero') would make two rules one egglog ruleset,
+    and egglog would refuse the whole program, so that any user rule could disable the
+    standard library. Letters, digits, '-' and '.' (which egglog accepts in symbols) stay;
+    '_' is the escape character, written '__'; anything else is '_' + hex code + '_'.
+    """
+    out = "".join(c if _KEEP.match(c) else "__" if c == "_" else f"_{ord(c):x}_"
+                  for c in name)
+    return f"{prefix}_{out}"
+
+
 def ruleset_name(name: str) -> str:
     """The egglog ruleset of a DSL ruleset."""
-    return _var("rs", name)
+    return _mangle("rs", name)
 
 
 def rule_ruleset(rule: Rule) -> str:
     """Every rule has a ruleset of its own, so that one rule can be run alone (diagnosis)."""
-    return _var("r", rule.name)
+    return _mangle("r", rule.name)
+
+
+# The egglog name of a rule direction's integer-zero variant ends with this; run reports count
+# its matches under the direction's own name.
+INT_ZERO_SUFFIX = "@int-zero"
+
+
+def _negative_zero(v: object) -> bool:
+    return isinstance(v, float) and v == 0 and math.copysign(1.0, v) < 0
+
+
+def _has_negative_zero(p: Pattern) -> bool:
+    if isinstance(p, PLit):
+        return _negative_zero(p.value)
+    return isinstance(p, POp) and any(_has_negative_zero(a) for a in p.args)
 
 
 def encode_rule(rule: Rule, tables: Tables) -> list[str]:
-    """Egglog rules for each direction of ``rule`` (Unencodable if it cannot be expressed)."""
-    return [RuleEncoder(rule, label, frm, to, tables).text(rule_ruleset(rule))
-            for label, frm, to in rule.directions()]
+    """Egglog rules for each direction of ``rule`` (Unencodable if it cannot be expressed).
+
+    A -0.0 literal on the matched side splats to 0 for integers, whose bits in the e-graph
+    differ from -0.0's: such a direction gets a second egglog rule for integer and i1 zeros.
+    """
+    out = []
+    for label, frm, to in rule.directions():
+        out.append(RuleEncoder(rule, label, frm, to, tables).text(rule_ruleset(rule)))
+        if _has_negative_zero(frm):
+            out.append(RuleEncoder(rule, label, frm, to, tables, int_zero=True)
+                       .text(rule_ruleset(rule)))
+    return out

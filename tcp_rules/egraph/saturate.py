@@ -23,6 +23,7 @@ from egglog import bindings
 
 from tcp_rules.diagnostics import TcpError
 from tcp_rules.egraph.encode import (
+    INT_ZERO_SUFFIX,
     Tables,
     Unencodable,
     encode_program,
@@ -176,7 +177,7 @@ def _blame(error: TcpError, text: str, rules: Sequence[Rule]) -> TcpError:
     for i in range(start, len(lines)):  # a rule's :name ends its text
         if i > start and lines[i].startswith("(rule "):
             break  # the error was not inside a rule
-        found = re.search(r':name "([^"]+?)(<=)?"\)$', lines[i])
+        found = re.search(r':name "([^"]+?)(<=)?(@int-zero)?"\)$', lines[i])
         if found:
             rule = next((r for r in rules if r.name == found.group(1)), None)
             if rule is not None:
@@ -225,6 +226,7 @@ def step(sat: Saturation, phase: int = 0) -> tuple[bool, dict[str, int]]:
         changed = changed or bool(report.updated)
         for k, v in report.num_matches_per_rule.items():
             if not k.startswith("type-"):
+                k = k.removesuffix(INT_ZERO_SUFFIX)  # a variant of the same direction
                 matches[k] = matches.get(k, 0) + int(v)
     return changed, matches
 

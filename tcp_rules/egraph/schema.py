@@ -61,6 +61,7 @@ def declarations() -> str:
 (function scalar (i64) f64 :no-merge)
 (function inverse (IVec) IVec :no-merge)
 (function sorted (IVec) IVec :no-merge)
+(function axis-set (IVec) IVec :no-merge)
 (function iota (i64) IVec :no-merge)
 (function keep-sel (i64 IVec) IVec :no-merge)
 (function reduce-sel (i64 IVec bool) IVec :no-merge)
@@ -102,6 +103,10 @@ def tables(max_rank: int) -> str:
     for n in range(max_rank + 1):  # every list of distinct axes
         for seq in itertools.permutations(range(max_rank), n):
             rows.append(f"(set (sorted {_vec(seq)}) {_vec(sorted(seq))})")
+            # remove's positions are a set: the same list, and with one axis repeated at its
+            # end (remove(s, cat(a, [c])) with c in a, the usual way to say "c is reduced")
+            for extra in ((), *((c,) for c in seq)):
+                rows.append(f"(set (axis-set {_vec(seq + extra)}) {_vec(sorted(seq))})")
     return "\n".join(dict.fromkeys(rows)) + "\n"
 
 
