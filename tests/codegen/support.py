@@ -106,12 +106,8 @@ def fuse_everything(func: Func) -> Func:
     return Func(func.name, func.params, results, func.result_types)
 
 
-def loop_kernels(bodies: dict[str, tuple[int, Body]]) -> dict[str, Callable[[np.ndarray],
-                                                                              np.ndarray]]:
-    """Compile, for each ``name: (w, body)``, a function applying ``body`` to f32 x[i:i+w] for
-    i in steps of w (a scalar for w = 1), without the loop vectorizer, so every body runs as
-    written. Returns runners on f32 arrays whose length is a multiple of 16. Names become
-    symbols: they must be unique across the test session."""
+def loop_module(bodies: dict[str, tuple[int, Body]]) -> str:
+    """The IR of :func:`loop_kernels`' functions, for the current target (jit.targeting)."""
     module = ir.Module("loop_kernels")
     for name, (w, body) in bodies.items():
         f = ir.Function(module, ir.FunctionType(VOID, [PTR, PTR, I64]), name)
@@ -129,9 +125,18 @@ def loop_kernels(bodies: dict[str, tuple[int, Body]]) -> dict[str, Callable[[np.
         e.b.cbranch(e.b.icmp_unsigned("<", nxt, n), loop, done)
         e.b.position_at_end(done)
         e.b.ret_void()
-    text = str(module)
-    addrs = jit.load(hashlib.sha256(text.encode()).hexdigest(), list(bodies), lambda: text,
-                     use_disk=False, vectorize=False)
+    return str(module)
+
+
+def loop_kernels(bodies: dict[str, tuple[int, Body]]) -> dict[str, Callable[[np.ndarray],
+                                                                              np.ndarray]]:
+    """Compile, for each ``name: (w, body)``, a function applying ``body`` to f32 x[i:i+w] for
+    i in steps of w (a scalar for w = 1), without the loop vectorizer, so every body runs as
+    written. Returns runners on f32 arrays whose length is a multiple of 16. Names become
+    symbols: they must be unique across the test session."""
+    text = loop_module(bodies)
+    key = hashlib.sha256((jit.target().key() + text).encode()).hexdigest()
+    addrs = jit.load(key, list(bodies), lambda: text, use_disk=False, vectorize=False)
     proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 
     def runner(fn: ctypes._CFuncPtr) -> Callable[[np.ndarray], np.ndarray]:
@@ -143,3 +148,12 @@ def loop_kernels(bodies: dict[str, tuple[int, Body]]) -> dict[str, Callable[[np.
         return run
 
     return {name: runner(proto(addrs[name])) for name in bodies}
+
+
+def skip_unless_target_has(*features: str) -> None:
+    """Skip the calling test unless the current target (the host, or $TCPR_TARGET) has every
+    one of ``features``; the reason names the missing ones."""
+    t = jit.target()
+    missing = [f for f in features if not t.has(f)]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)}, which target {t.name} ({t.cpu}) lacks")
