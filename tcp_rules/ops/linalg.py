@@ -98,13 +98,31 @@ def _matmul_flops(args: Sequence[tuple[int, ...]], out: tuple[int, ...], attrs: 
     return 2.0 * math.prod(out) * args[0][-1]
 
 
+def _ieee_extremum(fn: Callable[..., np.ndarray], larger: bool) -> Callable[..., np.ndarray]:
+    """``fn`` (np.max, np.min) as IEEE 754-2019 maximum/minimum, where -0.0 < +0.0: NumPy's
+    sign of a zero result depends on the order it visits the elements in (SIMD blocks), so the
+    reference fixes it, and compiled code (llvm.maximum/minimum) gives it in any order."""
+    def run(x: np.ndarray, **kw: Any) -> np.ndarray:
+        r = np.asarray(fn(x, **kw))
+        if x.dtype.kind != "f" or not (r == 0).any():
+            return r
+        winner = (x == 0) & (np.signbit(x) != larger)  # +0.0 wins a max, -0.0 a min
+        kw.pop("initial", None)
+        has = np.any(winner, axis=kw.get("axis"), keepdims=kw.get("keepdims", False))
+        zero = np.where(has == larger, 0.0, -0.0).astype(x.dtype)
+        return np.where(r == 0, zero, r)
+    return run
+
+
 LINALG_OPS: tuple[OpDef, ...] = (
     _reduction("reduce_sum", lambda x, **kw: np.sum(x, dtype=x.dtype, **kw),
                "sum over axes (pairwise for floats, wrapping for integers)"),
     _reduction("reduce_prod", lambda x, **kw: np.prod(x, dtype=x.dtype, **kw),
                "product over axes"),
-    _reduction("reduce_max", np.max, "maximum over axes (NaN if any is NaN)", float("-inf")),
-    _reduction("reduce_min", np.min, "minimum over axes (NaN if any is NaN)", float("inf")),
+    _reduction("reduce_max", _ieee_extremum(np.max, True),
+               "maximum over axes (NaN if any is NaN; +0.0 above -0.0)", float("-inf")),
+    _reduction("reduce_min", _ieee_extremum(np.min, False),
+               "minimum over axes (NaN if any is NaN; -0.0 below +0.0)", float("inf")),
     OpDef(name="matmul", doc="matrix product [M,K]@[K,N], or batched [B,M,K]@[B,K,N]",
           operands=("a", "b"), attrs=(), infer=_infer_matmul,
           reference=lambda a, attrs, out: matmul_reference(a[0], a[1]).astype(
