@@ -4,6 +4,8 @@ and syntax errors turned into positioned diagnostics with hints."""
 from __future__ import annotations
 
 import functools
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -152,13 +154,34 @@ class ProgramBuilder(TermBuilder):
 
 
 def read_source(path: str | Path) -> Source:
-    """Read a source file, refusing what cannot be program or rule text."""
+    """Read a source file, refusing what cannot be program or rule text.
+
+    The size is checked before anything is read, and only regular files are read: a device
+    (``/dev/zero``), a FIFO or a directory would otherwise be read without bound, or block.
+    """
     p = Path(path)
     try:
-        data = p.read_bytes()
+        # opened once, so that the checks and the read see the same file; without blocking,
+        # which opening a FIFO would do until a writer comes
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb", buffering=0) as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise TcpError.at(f"cannot read {p}: not a regular file ({_kind(st.st_mode)})")
+            if st.st_size > MAX_SOURCE_BYTES:
+                raise TcpError.at(f"{p}: file is larger than {MAX_SOURCE_BYTES} bytes "
+                                  f"({st.st_size} bytes)")
+            data = f.read(MAX_SOURCE_BYTES + 1)  # a file growing while read stays bounded
     except OSError as e:
         raise TcpError.at(f"cannot read {p}: {e.strerror or e}") from None
     return source_from_bytes(str(p), data)
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
+             (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "not a plain file")
 
 
 def source_from_bytes(name: str, data: bytes) -> Source:

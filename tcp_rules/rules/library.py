@@ -51,12 +51,35 @@ def standard_library_files() -> list[Path]:
 
 
 def resolve_import(name: str, importer: Path) -> Path | None:
-    """A file next to the importer, else a standard library file of that name."""
-    for candidate in (importer.parent / name, rules_dir() / name,
-                      rules_dir() / f"{name}.tcpr"):
+    """A file next to the importer (or below its folder), else a standard library file of that
+    name; None if there is none.
+
+    ImportRefused when the name reaches outside those folders: an absolute path, ``..`` out of
+    the importer's folder, or a symlink that leads out (checked before looking whether the file
+    exists). A rule file is data: importing must not make it a way to read, and print in a
+    diagnostic, any other file on the machine.
+    """
+    if Path(name).is_absolute() or name.startswith("~"):
+        raise ImportRefused(f"import '{name}': imports are relative to the importing file's "
+                            f"folder or name a standard library file, never absolute paths")
+    std = rules_dir()
+    for base, candidate in ((importer.parent, importer.parent / name), (std, std / name),
+                            (std, std / f"{name}.tcpr")):
+        # resolved on both sides: the standard library itself is reached through a symlink
+        # (tcp_rules/data/rules), which is fine as long as the file stays in its folder
+        if not candidate.resolve().is_relative_to(base.resolve()):
+            if base is std:
+                continue  # a name that is no standard library file; the next one may be
+            raise ImportRefused(f"import '{name}' leads outside the folder of {importer.name} "
+                                f"(through '..' or a symlink); imports stay in that folder or "
+                                f"name a standard library file")
         if candidate.is_file():
             return candidate
     return None
+
+
+class ImportRefused(Exception):
+    """An import that names a file outside the folders imports may read."""
 
 
 class Loader:
@@ -94,7 +117,11 @@ class Loader:
         rules: list[Rule] = []
         for item in decl.items:
             if isinstance(item, ast.ImportDecl):
-                target = resolve_import(item.path, path)
+                try:
+                    target = resolve_import(item.path, path)
+                except ImportRefused as e:
+                    self.bag.error(str(e), item.span)
+                    continue
                 if target is None:
                     self.bag.error(f"cannot find imported file '{item.path}' (looked next to "
                                    f"{path.name} and in the standard library)", item.span)
