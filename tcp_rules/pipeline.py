@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ from tcp_rules.ir import Func, Module
 from tcp_rules.optimize import OptOptions, OptResult, optimize, select_rules
 from tcp_rules.printer import print_func, print_module
 from tcp_rules.rules.model import Rule
+from tcp_rules.verify.blame import minimal_rules
 from tcp_rules.verify.translation import Validation, fired_rules, validate
 
 PROGRAM_STAGES = ("ast", "program")
@@ -90,24 +92,30 @@ def optimize_func(func: Func, rules: Sequence[Rule], options: OptOptions,
                                       options.schedule)[0])
     result = optimize(func, rules, options)
     if validate:
-        result.validation = check_translation(result, rules, inputs)
+        result.validation = check_translation(result, rules, options, inputs)
     emit("report", result.report.render)
     emit("optimized", lambda: print_func(result.func))
     emit_kernels(result.func, options, emit)
     return result
 
 
-def check_translation(result: OptResult, rules: Sequence[Rule],
+def check_translation(result: OptResult, rules: Sequence[Rule], options: OptOptions,
                       inputs: Sequence[np.ndarray] | None = None) -> Validation:
-    """Translation validation of an optimizer result (verify.translation); raises a TcpError
-    naming the rules involved when the optimized program changes an answer."""
+    """Translation validation of an optimizer result (verify.translation); when the optimized
+    program changes an answer, raises a TcpError naming the fewest fired rules that still
+    change it (verify.blame)."""
     fired = fired_rules(result.report.matches, rules)
     v = validate(result.original, result.func, fired, inputs)
     if not v.ok:
+        names = {n for n, _ in fired}
+        suspects = [r for r in rules if r.name in names]
+        found, complete = minimal_rules(result.original, suspects, options, v.failing(), v.mode)
+        v = dataclasses.replace(v, blamed=tuple((r.name, r.soundness.kind) for r in found),
+                                blame_complete=complete)
         raise TcpError.at(
             f"func {result.original.name}: {v.render()}", result.original.span,
-            hint="the optimized program was refused; run without the rules involved, with "
-                 "--allow exact, or with --no-opt, and please report the rules", stage="validate")
+            hint="the optimized program was refused; run without these rules, with --allow "
+                 "exact, or with --no-opt, and please report them", stage="validate")
     return v
 
 

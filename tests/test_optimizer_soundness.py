@@ -11,15 +11,16 @@ import numpy as np
 import pytest
 
 from tcp_rules.diagnostics import Source, TcpError
-from tcp_rules.egraph.encode import NONE_BOUND, scalar_bits
+from tcp_rules.egraph.encode import NONE_BOUND, RuleEncoder, scalar_bits
 from tcp_rules.egraph.saturate import Limits
 from tcp_rules.elaborate import load_program
 from tcp_rules.interpret import evaluate
 from tcp_rules.ir import Func
+from tcp_rules.ops import OpDef
 from tcp_rules.optimize import OptOptions, optimize
 from tcp_rules.pipeline import optimize_func
 from tcp_rules.rules.library import load_rules, load_standard_library
-from tcp_rules.rules.model import Rule
+from tcp_rules.rules.model import AttrExpr, AVar, Rule
 
 STDLIB = load_standard_library()
 DEFAULT = OptOptions(isolate=False, limits=Limits(iterations=12, nodes=20000, seconds=60))
@@ -106,3 +107,25 @@ def test_cli_validate(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     v = json.loads(out.stdout)["funcs"][0]["validation"]
     assert v["ok"] and v["mode"] == "approx" and v["cases"] == 26
+
+
+def test_validation_blames_the_rules_of_a_broken_encoding(monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """The absent-bound bug put back into the encoder: validation refuses max(y, inf) => y, and
+    the blame is a set of fired rules each of which the wrong answer needs, clamp-split (whose
+    encoding built the bound-less clamp) among them."""
+    def unguarded(self: RuleEncoder, op: OpDef, name: str, e: AttrExpr | None) -> str:
+        if isinstance(e, AVar):
+            return f"a_{e.name}"
+        return original(self, op, name, e)
+
+    original = RuleEncoder.match_attr
+    monkeypatch.setattr(RuleEncoder, "match_attr", unguarded)
+    with pytest.raises(TcpError) as e:
+        optimize_func(_func("max(y, inf)"), list(STDLIB.rules), DEFAULT, validate=True)
+    text = e.value.render()
+    blamed = text.split("each of them needed: ")[1].splitlines()[0]
+    names = {part.split(" (")[0] for part in blamed.split(", ")}
+    assert {"clamp-split", "clamp-min", "clamp-max"} <= names
+    fired = text.split("rules that fired: ")[1].splitlines()[0]
+    assert len(names) < len(fired.split(", "))

@@ -41,16 +41,16 @@ class Validation:
     result: int | None = None  # which result differed
     inputs: dict[str, np.ndarray] = field(default_factory=dict)
     note: str | None = None  # why fewer inputs were compared than usual
+    blamed: tuple[tuple[str, str], ...] = ()  # the fewest fired rules that still differ
+    blame_complete: bool = True  # False: the search stopped early, and kept what it had not tried
 
     @property
     def ok(self) -> bool:
         return self.mismatch is None
 
-    def culprits(self) -> tuple[tuple[str, str], ...]:
-        """The fired rules a difference of this class can come from: those weaker than exact
-        first (an exact rule keeps bits, so it alone cannot explain one), then the rest."""
-        weak = tuple(r for r in self.fired if r[1] != "exact")
-        return weak or self.fired
+    def failing(self) -> list[np.ndarray]:
+        """The inputs on which the programs differ, in parameter order."""
+        return list(self.inputs.values())
 
     def render(self) -> str:
         """A human-readable account, several lines when validation failed."""
@@ -62,8 +62,13 @@ class Validation:
         lines = [f"the optimized program differs from the original beyond its class "
                  f"({self.mode}) in result {self.result}: {self.mismatch}",
                  "inputs: " + "; ".join(f"{k} = {_preview(v)}" for k, v in self.inputs.items()),
-                 "rules involved: " + (", ".join(f"{n} ({c})" for n, c in self.culprits())
-                                       or "none")]
+                 "rules that fired: " + (", ".join(f"{n} ({c})" for n, c in self.fired)
+                                         or "none")]
+        if self.blamed:
+            head = ("rules that together change the answer, each of them needed" if
+                    self.blame_complete else "rules that change the answer (the search for the "
+                    "fewest stopped early)")
+            lines.append(f"{head}: " + ", ".join(f"{n} ({c})" for n, c in self.blamed))
         return "\n".join(lines)
 
 
