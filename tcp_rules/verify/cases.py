@@ -2,12 +2,14 @@
 run on the reference interpreter, and the comparison each soundness class demands.
 
 exact: the same bits (any NaN matches any NaN; -0.0 differs from 0.0; integers wrap).
-approx: on finite inputs of moderate size (see values.finite_values), where both results are
-finite they agree within a tolerance scaled to
-the dtype's epsilon, the sizes reduced over and the magnitudes of the values computed; NaN and
-infinities must appear in the same places. Where an intermediate value overflowed to inf or
-underflowed into the subnormals, the case says nothing about rounding and is not held against
-the rule (exp(a + b) == exp(a) * exp(b) is approx although exp(a) may overflow alone).
+approx: on finite inputs (see values.finite_values), elementwise: two finite results agree
+within k * eps * B, where B is the running error bound of the rewritten side (see sensitivity:
+relative where that side's computation is, so also near zero) and k grows with the longest
+reduction; NaN must meet NaN and inf the same inf. Over- and underflow are excused only when
+both sides over- or underflow alike: both the same infinity (or a finite result within rounding
+of the largest float against it), both below the smallest normal. A finite result against inf
+or NaN is a failure, whatever an intermediate did (exp(x - y) is 1 at x = y = 100, its rewrite
+exp(x) / exp(y) is NaN).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from tcp_rules.rules.instances import Instance
 from tcp_rules.rules.model import Guard, Pattern, Rule
 from tcp_rules.rules.semantics import Env, holds, instantiate, splat_value
 from tcp_rules.types import Dim
+from tcp_rules.verify.sensitivity import bound
 
 Scalar = int | float | bool
 
@@ -136,25 +139,32 @@ def exact_mismatch(a: np.ndarray, b: np.ndarray) -> str | None:
     return None if same.all() else _describe(a, b, ~same)
 
 
-def approx_mismatch(a: np.ndarray, b: np.ndarray, scale: float, reduced: int,
-                    overflowed: bool, amplification: float = 1.0) -> str | None:
-    """Differences beyond rounding (see the module docstring); None if within tolerance."""
+def approx_mismatch(a: np.ndarray, b: np.ndarray, slack: np.ndarray, reduced: int
+                    ) -> str | None:
+    """Differences beyond rounding (see the module docstring); None if within tolerance.
+    ``slack`` is the running error bound of ``a``'s side, ``reduced`` the longest reduction."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return exact_mismatch(a, b)
     if a.dtype.kind != "f":
         return exact_mismatch(a, b)  # integer arithmetic is exact (wrapping), no rounding
-    if overflowed:
-        return None  # out of range: nothing to say about rounding (see the module docstring)
-    eps = float(np.finfo(a.dtype).eps)
-    k = (64.0 + 8.0 * reduced) * amplification
-    fa, fb = np.isfinite(a), np.isfinite(b)
+    fi = np.finfo(a.dtype)
+    k = (64.0 + 8.0 * reduced) * float(fi.eps)
     with np.errstate(all="ignore"):
         a64, b64 = a.astype(np.float64), b.astype(np.float64)
-        tol = k * eps * (np.maximum(np.abs(a64), np.abs(b64)) + scale)
-        bad = fa & fb & (np.abs(a64 - b64) > tol)
-    same_special = (np.isnan(a) & np.isnan(b)) | (a == b)
-    bad |= (fa != fb) | (~fa & ~fb & ~same_special)
-    return _describe(a, b, bad) if bad.any() else None
+        mag = np.maximum(np.abs(a64), np.abs(b64))
+        fa, fb = np.isfinite(a64), np.isfinite(b64)
+        close = np.abs(a64 - b64) <= k * (mag + slack)
+        under = mag <= float(fi.tiny) * (1.0 + k)  # both in the subnormals (or zero)
+        ok = fa & fb & (close | under)
+        # One side overflowed: fine only if the other is within rounding of the largest float,
+        # with the same sign (inf is what rounding a value beyond it gives).
+        edge = float(fi.max) * (1.0 - k * (1.0 + np.where(fa, slack, 0.0)
+                                          / np.maximum(np.abs(np.where(fa, a64, b64)), 1.0)))
+        for inf, fin in ((a64, b64), (b64, a64)):
+            ok |= np.isinf(inf) & np.isfinite(fin) & (np.abs(fin) >= edge) & (
+                np.sign(inf) == np.sign(fin))
+        ok |= (np.isnan(a64) & np.isnan(b64)) | (np.isinf(a64) & (a64 == b64))
+    return None if ok.all() else _describe(a, b, ~ok)
 
 
 def _describe(a: np.ndarray, b: np.ndarray, bad: np.ndarray) -> str:
@@ -187,16 +197,6 @@ def _ulps(x: Any, y: Any) -> int:
     return abs(ordered(x) - ordered(y))
 
 
-def _out_of_range(v: np.ndarray) -> bool:
-    """Did a computed value overflow to inf or underflow into the subnormals? Rounding
-    equivalence (approx) says nothing there; a NaN from an invalid operation is no excuse."""
-    if v.dtype.kind != "f":
-        return False
-    tiny = np.finfo(v.dtype).tiny
-    with np.errstate(all="ignore"):
-        return bool(np.isinf(v).any() or ((v != 0) & (np.abs(v) < tiny)).any())
-
-
 def judge(setup: Setup, inputs: dict[str, np.ndarray], mode: str
           ) -> tuple[np.ndarray, np.ndarray, str | None] | None:
     """Run both sides and compare them the way ``mode`` demands; None if the case can't run."""
@@ -206,31 +206,24 @@ def judge(setup: Setup, inputs: dict[str, np.ndarray], mode: str
     lhs, rhs, trace = ran
     if mode == "exact":
         return lhs, rhs, exact_mismatch(lhs, rhs)
-    finite = [np.abs(v[np.isfinite(v)]).max(initial=0.0) for v in trace.values()
-              if v.dtype.kind == "f"]
-    scale = float(max(finite, default=0.0))
-    params = {id(p) for p in setup.params}
-    overflowed = any(_out_of_range(v) for k, v in trace.items() if k not in params)
-    reduced = max((a.size for a in inputs.values()), default=1)
-    return lhs, rhs, approx_mismatch(lhs, rhs, scale, reduced, overflowed,
-                                     _amplification(setup.func, trace))
+    slack = bound(setup.func, trace, setup.func.results[0])
+    return lhs, rhs, approx_mismatch(lhs, rhs, slack, longest_reduction(setup.func, trace))
 
 
-# Ops whose relative error grows with the size of the argument (the condition number of exp
-# at x is |x|): rounding an argument of 700 by half an ulp moves exp by 700 half-ulps.
-AMPLIFYING = frozenset({"exp", "pow", "sin", "cos", "sigmoid", "tanh", "erf"})
-
-
-def _amplification(func: Func, trace: dict[int, np.ndarray]) -> float:
-    worst = 1.0
+def longest_reduction(func: Func, trace: dict[int, np.ndarray]) -> int:
+    """How many terms the longest sum of either side adds (1 without reductions): rounding
+    errors of a sum grow with its length."""
+    longest = 1
     for v in func.values():
-        if isinstance(v, Apply) and v.op.name in AMPLIFYING:
-            for o in v.operands:
-                x = trace.get(id(o))
-                if x is not None and x.dtype.kind == "f" and x.size:
-                    finite = np.abs(x[np.isfinite(x)])
-                    worst = max(worst, 1.0 + float(finite.max(initial=0.0)))
-    return worst
+        if isinstance(v, Apply) and v.op.name in REDUCING and v.operands:
+            x, out = trace[id(v.operands[0])], trace[id(v)]
+            terms = (x.shape[-1] if x.ndim else 1) if "matmul" in v.op.name else (
+                x.size // max(out.size, 1))
+            longest = max(longest, terms)
+    return longest
+
+
+REDUCING = frozenset({"reduce_sum", "reduce_prod", "matmul", "load_matmul"})
 
 
 def make_case(rule: Rule, direction: str, mode: str, inst: Instance, setup: Setup,

@@ -7,9 +7,10 @@ A failure found by the search is shrunk with hypothesis (smallest sizes, simples
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from hypothesis import HealthCheck, find, settings
@@ -17,12 +18,21 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 from hypothesis.extra import numpy as hnp
 
+from tcp_rules.ir import Apply
 from tcp_rules.rules.instances import Enumerator, Instance
 from tcp_rules.rules.model import Guard, Pattern, Rule
 from tcp_rules.rules.semantics import splat_value
 from tcp_rules.rules.sorting import body_vars
 from tcp_rules.types import ALL_DTYPES, DType
-from tcp_rules.verify.cases import Case, Setup, concretize, make_case, symbols_of
+from tcp_rules.verify.cases import (
+    REDUCING,
+    Case,
+    Scalar,
+    Setup,
+    concretize,
+    make_case,
+    symbols_of,
+)
 from tcp_rules.verify.values import (
     Palette,
     draw_array,
@@ -37,7 +47,13 @@ LEVEL = {"exact": 0, "approx": 1, "assumes": 1, "unsound": 2}
 
 @dataclass(frozen=True)
 class Profile:
-    """How hard to look: cases per direction and class, symbolic instances sampled, sizes."""
+    """How hard to look: cases per direction and class, symbolic instances sampled, sizes.
+
+    Most cases use small sizes; in a share ``large`` of them one dim (a reduced one where the
+    rule reduces) is drawn from ``large_sizes``: NumPy sums 8 or more elements with eight
+    interleaved accumulators and more than 128 in halves, so a wrong reordering of a sum can
+    agree with NumPy on 1 to 7 elements. ``max_elements`` caps the inputs of such a case.
+    """
 
     name: str
     examples: int
@@ -45,10 +61,12 @@ class Profile:
     sizes: tuple[int, ...] = (1, 2, 3, 5, 7)
     zero_size: float = 0.04  # chance of a 0 dim, where the ops allow it
     shrink_examples: int = 300
+    large: float = 0.25
+    large_sizes: tuple[tuple[int, int], ...] = ((8, 40), (129, 300))
+    max_elements: int = 1 << 14
 
     def with_examples(self, n: int) -> Profile:
-        return Profile(self.name, n, max(self.instances, n // 4), self.sizes, self.zero_size,
-                       self.shrink_examples)
+        return replace(self, examples=n, instances=max(self.instances, n // 4))
 
 
 PROFILES = {"default": Profile("default", 60, 30),
@@ -100,11 +118,52 @@ class Search:
                                                body_vars(rule))
                         for label, frm, _ in rule.directions()}
         self.checked = 0
+        self._reduced: dict[int, list[str]] = {}
 
-    def sizes(self, inst: Instance) -> dict[str, int]:
+    def sizes(self, inst: Instance, frm: Pattern, to: Pattern, large: bool) -> dict[str, int]:
+        """Small sizes; with ``large``, one symbol (a reduced one if any) from a large range."""
         p = self.profile
-        return {s: 0 if self.rng.random() < p.zero_size else int(self.rng.choice(p.sizes))
-                for s in symbols_of(inst)}
+        sizes = {s: 0 if self.rng.random() < p.zero_size else int(self.rng.choice(p.sizes))
+                 for s in symbols_of(inst)}
+        if large and sizes:
+            pick = self.reduced_symbols(inst, frm, to) or list(sizes)
+            lo, hi = p.large_sizes[int(self.rng.integers(len(p.large_sizes)))]
+            sizes[pick[int(self.rng.integers(len(pick)))]] = int(self.rng.integers(lo, hi + 1))
+        return sizes
+
+    def reduced_symbols(self, inst: Instance, frm: Pattern, to: Pattern) -> list[str]:
+        """The symbols of ``inst`` that size an axis the left side reduces over (summed by a
+        reduction or a matmul), found once by building it with a distinct prime per symbol."""
+        if id(inst) not in self._reduced:
+            symbols = symbols_of(inst)
+            probe = dict(zip(symbols, (11, 13, 17, 19, 23, 29, 31, 37, 41, 43), strict=False))
+            consts: dict[str, Scalar] = {n: 1 for n, v in inst.env.tensors.items()
+                                         if splat_value(v) is not None}
+            setup = (concretize(frm, to, self.rule.guards, inst, probe, consts)
+                     if len(probe) == len(symbols) else None)
+            found: list[str] = []
+            for v in setup.func.values() if setup else ():
+                if isinstance(v, Apply) and v.operands and v.op.name in REDUCING:
+                    dims = v.operands[0].type.dims
+                    axes = (v.attr_map.get("axes") or () if v.op.name.startswith("reduce")
+                            else (len(dims) - 1,))
+                    for ax in axes:
+                        n = dims[ax].const if 0 <= ax < len(dims) else None
+                        found += [s for s, k in probe.items() if k == n and s not in found]
+            self._reduced[id(inst)] = found
+        return self._reduced[id(inst)]
+
+    def setup(self, inst: Instance, frm: Pattern, to: Pattern, consts: dict[str, Scalar]
+              ) -> tuple[dict[str, int], Setup | None]:
+        """Sizes and the concrete case; large sizes fall back to small ones past the cap."""
+        large = self.rng.random() < self.profile.large
+        sizes = self.sizes(inst, frm, to, large)
+        setup = concretize(frm, to, self.rule.guards, inst, sizes, consts)
+        if large and (setup is None or sum(math.prod(p.type.shape or ()) for p in setup.params)
+                      > self.profile.max_elements):
+            sizes = self.sizes(inst, frm, to, False)
+            setup = concretize(frm, to, self.rule.guards, inst, sizes, consts)
+        return sizes, setup
 
     def run(self, mode: str, pre: tuple[Guard, ...]) -> Case | None:
         finite = mode == "approx"
@@ -115,8 +174,7 @@ class Search:
                 palette = Palette.draw(self.rng, finite)
                 consts = {n: draw_scalar(v.type.dtype, self.rng, finite)
                           for n, v in inst.env.tensors.items() if splat_value(v) is not None}
-                sizes = self.sizes(inst)
-                setup = concretize(frm, to, self.rule.guards, inst, sizes, consts)
+                sizes, setup = self.setup(inst, frm, to, consts)
                 if setup is None:
                     continue
                 inputs = {p.param: draw_array(p.type.shape or (), p.type.dtype, self.rng,

@@ -44,6 +44,19 @@ def finite_values(dtype: DType) -> list[float | int | bool]:
             1.0 + float(fi.eps), 1.0 - float(fi.epsneg)]
 
 
+def full_mantissa(dtype: DType, rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` values with every significant bit random: floats of any magnitude from 1e-3 to
+    1e3, integers anywhere in the dtype's range. Simple values (0, 1, 0.5, powers of two)
+    hide rounding: x * 3 / 3 is x for all of them, and so is an i32's trip through f32."""
+    if dtype is DType.I1:
+        return rng.random(n) < 0.5
+    if dtype.is_int:
+        info = np.iinfo(dtype.np_dtype)
+        return rng.integers(int(info.min), int(info.max), size=n, endpoint=True,
+                            dtype=dtype.np_dtype)
+    return np.asarray(_ordinary(dtype, rng, (n,)), dtype=dtype.np_dtype)
+
+
 def draw_scalar(dtype: DType, rng: np.random.Generator, finite: bool) -> float | int | bool:
     """One value: an edge case half of the time, else an ordinary random one."""
     pool = finite_values(dtype) if finite else special_values(dtype)
@@ -68,7 +81,9 @@ class Palette:
     """The few edge values one case draws its elements from, and how often.
 
     Drawing every array of a case from one small palette makes coincidences common: the same
-    value in two operands (x - y with x == y), 0.0 against -0.0, inf against inf.
+    value in two operands (x - y with x == y), 0.0 against -0.0, inf against inf. Every palette
+    also holds a value with a full mantissa (see full_mantissa), so that coincidences and
+    repeats are not only of simple values.
     """
 
     values: dict[DType, np.ndarray]
@@ -91,7 +106,10 @@ class Palette:
                 if dtype is not DType.I1 and rng.random() < 0.5:  # x with -x
                     picks += [-v for v in picks]
             with np.errstate(all="ignore"):  # -MIN wraps to MIN, as the ops do
-                values[dtype] = np.array(picks).astype(dtype.np_dtype)
+                full = full_mantissa(dtype, rng, 1)
+                if dtype is not DType.I1 and rng.random() < 0.5:
+                    full = np.concatenate([full, -full])
+                values[dtype] = np.concatenate([np.array(picks).astype(dtype.np_dtype), full])
         return Palette(values, float(rng.uniform(0.5, 1.0)))
 
 
@@ -134,7 +152,8 @@ def impose(pre: Sequence[Guard], arrays: dict[str, np.ndarray],
         assert dtype is not None
         candidates = np.concatenate([
             np.array(special_values(dtype), dtype=a.dtype),
-            np.asarray(_ordinary(dtype, rng, (64,)), dtype=a.dtype)])
+            np.asarray(_ordinary(dtype, rng, (64,)), dtype=a.dtype),
+            full_mantissa(dtype, rng, 64)])
         _, good = precondition_mask(g, {name: candidates})
         if not good.any():
             return False

@@ -1,0 +1,129 @@
+"""How much rounding can move a computed result: a first-order running error bound.
+
+For every value of one side of a case, ``bound`` is an elementwise magnitude B such that
+perturbing every input and every intermediate result by a relative u moves the value by at most
+about u * B. Inputs and constants contribute their magnitude, every rounded op its result's
+magnitude, and each op passes its operands' bounds on through its derivative: B(x + y) =
+B(x) + B(y) + |x + y|, B(x * y) = |y| B(x) + |x| B(y) + |x y|, B(exp x) = |exp x| B(x) + |exp x|.
+
+The approx check allows a difference of k * eps * B on the side being rewritten. Unlike a
+tolerance scaled to the largest value computed anywhere, this bound is relative where the
+computation is: tanh(x) near 0 is accurate to a few ulps of tanh(x), not of 1, so a rewrite
+that cancels there (2 sigmoid(2x) - 1) is caught; a sum whose terms cancel gets the slack of
+its terms (reassociation stays approx).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from tcp_rules.ir import Apply, Func, Param, Value
+from tcp_rules.types import DType, TensorType
+
+Arr = np.ndarray
+
+# Ops that move or copy elements without rounding: bounds move with their elements.
+LAYOUT = frozenset({"broadcast", "transpose", "reshape", "slice", "concat", "gather", "load",
+                    "kernel"})
+# Ops that pick one of their operands' elements (or a rounding of one): the bound passes through.
+PASS = frozenset({"neg", "abs", "floor", "ceil", "round", "round_even", "clamp", "max", "min",
+                  "reduce_max", "reduce_min"})
+COMPARE = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+
+
+def _unary(name: str, x: Arr, out: Arr, b: Arr) -> Arr | None:
+    """B(f(x)) without the rounding of f: |f'(x)| * B(x)."""
+    rules: dict[str, Callable[[], Arr]] = {
+        "exp": lambda: np.abs(out) * b,
+        "log": lambda: b / np.abs(x),
+        "sqrt": lambda: b / (2 * np.abs(out)),
+        "rsqrt": lambda: np.abs(out) * b / (2 * np.abs(x)),
+        "tanh": lambda: (1 - out * out) * b,
+        "sigmoid": lambda: np.abs(out * (1 - out)) * b,
+        "sin": lambda: np.abs(np.cos(x)) * b,
+        "cos": lambda: np.abs(np.sin(x)) * b,
+        "atan": lambda: b / (1 + x * x),
+        "erf": lambda: 2 / np.sqrt(np.pi) * np.exp(-x * x) * b,
+    }
+    rule = rules.get(name)
+    return None if rule is None else rule()
+
+
+def _binary(name: str, x: Arr, y: Arr, out: Arr, bx: Arr, by: Arr) -> Arr | None:
+    """B(f(x, y)) without the rounding of f, through the partial derivatives of f."""
+    rules: dict[str, Callable[[], Arr]] = {
+        "add": lambda: bx + by,
+        "sub": lambda: bx + by,
+        "mul": lambda: np.abs(y) * bx + np.abs(x) * by,
+        "div": lambda: (bx + np.abs(out) * by) / np.abs(y),
+        "pow": lambda: np.abs(y * out / x) * bx + np.abs(out * np.log(np.abs(x))) * by,
+        "atan2": lambda: (np.abs(y) * bx + np.abs(x) * by) / (x * x + y * y),
+    }
+    rule = rules.get(name)
+    return None if rule is None else rule()
+
+
+def _is_float(a: Arr) -> bool:
+    return a.dtype.kind == "f"
+
+
+def _apply(v: Apply, args: list[Arr], bounds: list[Arr], out: Arr) -> Arr:
+    """The bound of one op's result from its operands' values and bounds."""
+    name, attrs = v.op.name, v.attr_map
+    f64 = TensorType.of(DType.F64, out.shape)
+    mag = np.abs(out.astype(np.float64)) if _is_float(out) else np.zeros(out.shape)
+    if not _is_float(out) or name in COMPARE:
+        return np.zeros(out.shape)  # integers and truth values are compared exactly
+    if name in ("splat", "dense"):
+        return mag
+    if name in LAYOUT:  # gather's indices are real indices, not bounds
+        moved = [bounds[0], *args[1:]] if name == "gather" else bounds
+        return np.asarray(v.op.reference(moved, attrs, f64), dtype=np.float64)
+    if name == "cast":
+        return bounds[0] + mag if _is_float(args[0]) else mag
+    if name == "select":
+        return np.where(args[0], bounds[1], bounds[2])
+    if name in PASS:
+        if len(bounds) == 2:
+            return np.maximum(bounds[0], bounds[1])
+        ref = v.op.reference(bounds, attrs, f64) if name.startswith("reduce") else bounds[0]
+        return np.asarray(ref, dtype=np.float64)
+    if name == "reduce_sum":
+        return np.asarray(v.op.reference(bounds, attrs, f64), dtype=np.float64) + mag
+    x64 = [a.astype(np.float64) for a in args]
+    if name in ("matmul", "load_matmul"):
+        return np.abs(x64[0]) @ bounds[1] + bounds[0] @ np.abs(x64[1]) + mag
+    if name == "reduce_prod":
+        rel = np.divide(bounds[0], np.abs(x64[0]), out=np.zeros_like(bounds[0]),
+                        where=x64[0] != 0)
+        return mag * np.asarray(v.op.reference([rel], attrs, f64), dtype=np.float64) + mag
+    o64 = out.astype(np.float64)
+    got = (_unary(name, x64[0], o64, bounds[0]) if len(args) == 1 else
+           _binary(name, x64[0], x64[1], o64, bounds[0], bounds[1]) if len(args) == 2 else None)
+    if got is None:  # an op without a rule here: the loosest bound, never a false alarm
+        worst = max((float(b.max(initial=0.0)) for b in bounds), default=0.0)
+        return np.full(out.shape, worst) + mag
+    return got + mag
+
+
+def bound(func: Func, trace: dict[int, Arr], result: Value) -> Arr:
+    """The running error bound B of ``result`` (see the module docstring), elementwise; 0 where
+    it is not finite (an intermediate overflowed: then no slack is owed for rounding)."""
+    bounds: dict[int, Arr] = {}
+    with np.errstate(all="ignore"):
+        for v in func.values():
+            out = trace[id(v)]
+            if isinstance(v, Param):
+                bounds[id(v)] = (np.abs(out.astype(np.float64)) if _is_float(out)
+                                 else np.zeros(out.shape))
+                continue
+            assert isinstance(v, Apply)
+            args = [trace[id(o)] for o in v.operands]
+            b = _apply(v, args, [bounds[id(o)] for o in v.operands], out)
+            bounds[id(v)] = np.broadcast_to(b, out.shape)
+            if v is result:
+                break
+        b = bounds[id(result)]
+        return np.where(np.isfinite(b), b, 0.0)
