@@ -9,6 +9,7 @@ import pytest
 from codegen.support import assert_same, tcpr_cache  # noqa: F401
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numerics import assert_close_to_reference
 
 from tcp_rules import build as tb
 from tcp_rules.codegen import compile_kernel_func
@@ -51,9 +52,7 @@ SOFTMAX = load_module_file(ROOT / "examples" / "softmax.tcp").func()
 def test_softmax_kernel(n: int, d: int, scale: float, seed: int) -> None:
     cf = compile_kernel_func(SOFTMAX, softmax_kernel())
     x = (np.random.default_rng(seed).standard_normal((n, d)) * scale).astype(np.float32)
-    (got,) = cf(x)
-    (ref,) = evaluate(SOFTMAX, [x])
-    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-7)
+    assert_close_to_reference(cf(x), SOFTMAX, [x], "softmax")
 
 
 def test_softmax_kernel_special_rows() -> None:
@@ -83,7 +82,7 @@ def test_layernorm_kernel() -> None:
     cf = compile_kernel_func(func, layernorm_kernel(1024))
     rng = np.random.default_rng(1)
     xs = [rng.standard_normal(s).astype(np.float32) for s in ((5, 1024), (1024,), (1024,))]
-    np.testing.assert_allclose(cf(*xs)[0], evaluate(func, xs)[0], rtol=1e-4, atol=1e-5)
+    assert_close_to_reference(cf(*xs), func, xs, "layernorm")
 
 
 def test_kernel_text_is_canonical() -> None:

@@ -18,6 +18,7 @@ from codegen.support import (  # noqa: F401
     tcpr_cache,
     unary,
 )
+from numerics import assert_close_to_reference
 
 from tcp_rules import build as tb
 from tcp_rules.codegen import compile_func, jit, mathlib, mathtable, matmul
@@ -201,5 +202,8 @@ def test_lower_targets_run_matmul_with_their_tiles(target: str) -> None:
     xa = rng.integers(-50, 50, (37, 29)).astype(np.float32)
     xb = rng.integers(-50, 50, (29, 45)).astype(np.float32)
     with jit.targeting(target):
-        (got,) = compile_func(func)(xa, xb)
-    np.testing.assert_array_equal(got, evaluate(func, [xa, xb])[0])  # small integers: exact
+        cf = compile_func(func)
+    np.testing.assert_array_equal(cf(xa, xb)[0], evaluate(func, [xa, xb])[0])  # exact
+    # Random floats: fused (v3, v4) or not (x86-64, v2), within the rounding bound.
+    xa, xb = rng.standard_normal((37, 300)).astype(np.float32), xb.repeat(11, axis=0)[:300]
+    assert_close_to_reference(cf(xa, xb), func, [xa, xb], target)

@@ -1,0 +1,203 @@
+"""How far a compiled result may be from the reference's, derived from the computation.
+
+Both engines evaluate the same ops, each rounding its own way: sums in another order (pairwise in
+NumPy; vector accumulators, f64 for f32 sums, compiled), fused multiply-adds in matmul (and in
+NumPy's BLAS, depending on size and CPU), polynomial math functions within ``ULP_BOUNDS`` against
+libm's. None of that is promised bit for bit, so a comparison needs a bound, and the bound must
+follow from the operations and the data, not from one machine's observed differences.
+
+:func:`error_bounds` runs a first-order running error analysis (Higham, *Accuracy and Stability of
+Numerical Algorithms*, ch. 3-4) over the func: for every value v it bounds |v_engine - v_exact| by
+E(v) for *either* engine, from the operands' bounds and magnitudes (the reference's values plus
+their bounds) and the op's own error:
+
+- one rounding (add, sub, mul, div, sqrt, casts): ``u |v| + eta`` (u the unit roundoff, eta the
+  smallest subnormal for underflow), plus the operands' errors times the op's derivative;
+- sums of n terms and dot products of length n, in any order, fused or not:
+  ``gamma_n * sum |terms|`` with ``gamma_n = n u / (1 - n u)`` (Higham 3.5, 4.3);
+- the polynomial math functions: their documented bound in ulps of the result,
+  ``mathlib.ULP_BOUNDS`` (NumPy's libm is assumed no worse), plus the operand's error times the
+  function's derivative bound;
+- exact ops (max, min, neg, abs, data movement) only carry their operands' errors; comparisons
+  and rounding to integers may flip where an operand is inexact, and selects then take either.
+
+The two engines' results are then within ``2 E`` of each other: :func:`assert_close_to_reference`.
+Where the reference is not finite (inf, NaN), the compiled result must be the same special.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from tcp_rules.codegen.mathlib import ULP_BOUNDS
+from tcp_rules.interpret import _concrete_attrs, bind_symbols, evaluate
+from tcp_rules.ir import Apply, Func, Param
+from tcp_rules.types import DType, TensorType
+
+# Derivative bounds of the math functions (|f'| over the reals) for the operand's error.
+_LIPSCHITZ = {"tanh": 1.0, "sigmoid": 0.25, "erf": 2 / math.sqrt(math.pi), "atan": 1.0,
+              "sin": 1.0, "cos": 1.0}
+_MOVEMENT = ("broadcast", "transpose", "reshape", "slice", "concat", "gather", "load", "kernel")
+
+
+def unit_roundoff(dtype: np.dtype) -> float:
+    """u = 2**-24 for f32, 2**-53 for f64: the relative error of one correct rounding."""
+    return float(np.finfo(dtype).eps) / 2
+
+
+def gamma(n: int | np.ndarray, dtype: np.dtype) -> float | np.ndarray:
+    """gamma_n = n u / (1 - n u): the relative error bound of a sum or dot product of n terms."""
+    nu = np.asarray(n, dtype=np.float64) * unit_roundoff(dtype)
+    return np.where(nu < 1, nu / np.maximum(1 - nu, 1e-300), np.inf)
+
+
+def dot_bound(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|fl(a @ b) - a @ b| <= gamma_K (|a| @ |b|), in any summation order, fused or not."""
+    aa, bb = np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64))
+    return gamma(a.shape[-1], a.dtype) * (aa @ bb)
+
+
+def _rnd(v: np.ndarray, dtype: np.dtype, k: float = 1.0) -> np.ndarray:
+    """k roundings of a result of magnitude |v|."""
+    tiny = float(np.finfo(dtype).smallest_subnormal)
+    return k * (unit_roundoff(dtype) * np.abs(v) + tiny)
+
+
+def _ulps(v: np.ndarray, dtype: np.dtype, ulps: float) -> np.ndarray:
+    """``ulps`` ulps of |v|: an ulp is at most 2u |v| (normal) or eta (subnormal)."""
+    return _rnd(v, dtype, 2 * ulps)
+
+
+def _flips(a: np.ndarray, b: np.ndarray, ea: np.ndarray, eb: np.ndarray) -> np.ndarray:
+    """Where a comparison of a and b may come out differently: they are within the errors."""
+    with np.errstate(invalid="ignore"):
+        return (ea + eb > 0) & ~(np.abs(a.astype(np.float64) - b) > ea + eb)
+
+
+def _reduce(op: str, x: np.ndarray, ex: np.ndarray, attrs: dict[str, object],
+            v: np.ndarray) -> np.ndarray:
+    axes = tuple(attrs["axes"])  # type: ignore[call-overload]
+    keep = bool(attrs["keepdims"])
+    n = math.prod(x.shape[i] for i in axes)
+    red = lambda y, f=np.sum: f(y, axis=axes, keepdims=keep).reshape(v.shape)  # noqa: E731
+    if op in ("reduce_max", "reduce_min"):
+        return red(ex, np.max) if n else np.zeros(v.shape)
+    mag = np.abs(x.astype(np.float64)) + ex
+    if op == "reduce_sum":
+        return red(ex) + gamma(n, x.dtype) * red(mag)
+    # reduce_prod: relative errors add up (first order), plus n - 1 roundings
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(ex == 0, 0.0, ex / np.maximum(np.abs(x) - ex, 0))
+    return (np.abs(v) + 0.0) * (red(rel) + gamma(n, x.dtype)) + _rnd(v, x.dtype)
+
+
+def _elementwise(op: str, args: list[np.ndarray], errs: list[np.ndarray], v: np.ndarray,
+                 dt: np.dtype) -> np.ndarray:
+    a = np.abs(args[0].astype(np.float64)) if args else None
+    ea = errs[0] if errs else None
+    if op in ("neg", "abs", "clamp", "max", "min"):
+        return np.maximum(*errs) if len(errs) == 2 else errs[0]
+    if op in ("add", "sub"):
+        return errs[0] + errs[1] + _rnd(v, dt)
+    if op == "mul":
+        b = np.abs(args[1].astype(np.float64))
+        return (a + ea) * errs[1] + b * ea + _rnd(v, dt)
+    if op == "div":
+        b = np.abs(args[1].astype(np.float64))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            far = np.where(b > errs[1], (ea + np.abs(v) * errs[1]) / (b - errs[1]), np.inf)
+        return far + _rnd(v, dt)
+    if op in ("sqrt", "rsqrt"):
+        lo = np.maximum(a - ea, 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if op == "sqrt":  # sqrt is also 1/2-Hoelder: |sqrt x - sqrt y| <= sqrt |x - y|
+                carry = np.minimum(np.sqrt(ea), ea / (2 * np.sqrt(lo)))
+                return np.where(ea == 0, 0.0, carry) + _rnd(v, dt)
+            carry = np.where(ea == 0, 0.0, 0.5 * ea * lo ** -1.5)
+        return carry + _rnd(v, dt, 2)  # 1 / sqrt(x): two roundings
+    if op == "exp":
+        return np.abs(v) * np.expm1(ea) * np.exp(ea) + _ulps(v, dt, ULP_BOUNDS["exp"])
+    if op == "log":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            carry = np.where(ea == 0, 0.0, np.where(a > ea, ea / (a - ea), np.inf))
+        return carry + _ulps(v, dt, ULP_BOUNDS["log"])
+    if op in _LIPSCHITZ:
+        return _LIPSCHITZ[op] * ea + _ulps(v, dt, ULP_BOUNDS[op])
+    if op in ("floor", "ceil", "round", "round_even"):
+        return np.where(ea > 0, ea + 1.0, 0.0)  # a jump of 1 where the operand is inexact
+    raise NotImplementedError(f"no error bound for {op}")
+
+
+def error_bounds(func: Func, arrays: Sequence[np.ndarray]
+                 ) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """(the reference's results, E for each): E bounds either engine's distance from the exact
+    result elementwise (module docstring). Raises NotImplementedError for an op with no rule."""
+    trace: dict[int, np.ndarray] = {}
+    results = evaluate(func, arrays, trace)
+    env = bind_symbols(func, arrays)
+    err: dict[int, np.ndarray] = {}
+    for val in func.values():
+        out = trace[id(val)]
+        if isinstance(val, Param) or (isinstance(val, Apply) and
+                                      val.op.category == "constant"):
+            err[id(val)] = np.zeros(out.shape)
+            continue
+        assert isinstance(val, Apply)
+        op, attrs = val.op.name, _concrete_attrs(val, env)
+        args = [trace[id(o)] for o in val.operands]
+        errs = [err[id(o)] for o in val.operands]
+        dt = args[0].dtype if args and args[0].dtype.kind == "f" else out.dtype
+        if op in _MOVEMENT:
+            if op == "gather" and errs[1].any():
+                raise NotImplementedError("gather with inexact indices")
+            # The same movement applied to the errors (f64, so nothing rounds them).
+            operands = [errs[0], args[1]] if op == "gather" else errs
+            e = val.op.reference(operands, attrs, TensorType.of(DType.F64, out.shape))
+        elif val.op.category == "reduce":
+            e = _reduce(op, args[0], errs[0], attrs, out)
+        elif op in ("matmul", "load_matmul"):
+            a, b = (np.abs(x.astype(np.float64)) for x in args)
+            ea, eb = errs
+            e = a @ eb + ea @ b + ea @ eb + gamma(args[0].shape[-1], dt) * ((a + ea) @ (b + eb))
+        elif val.op.category == "compare":
+            e = _flips(args[0], args[1], errs[0], errs[1]).astype(np.float64)
+        elif op == "select":
+            c, t, f = args
+            either = np.abs(t.astype(np.float64) - f) + np.maximum(errs[1], errs[2])
+            e = np.where(errs[0] > 0, either, np.where(c, errs[1], errs[2]))
+        elif op == "cast":
+            e = errs[0] + (_rnd(out, out.dtype) if out.dtype.kind == "f" else
+                           np.where(errs[0] > 0, 1.0, 0.0))
+        else:
+            e = _elementwise(op, args, errs, out, dt)
+        err[id(val)] = np.asarray(e, dtype=np.float64).reshape(out.shape)
+    return results, tuple(err[id(r)] for r in func.results)
+
+
+def assert_within(got: np.ndarray, want: np.ndarray, bound: np.ndarray, what: str = "") -> None:
+    """|got - want| <= bound elementwise where ``want`` is finite; elsewhere the same special
+    (inf of the same sign, or NaN)."""
+    assert got.shape == want.shape and got.dtype == want.dtype, what
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    fin = np.isfinite(w)
+    special_ok = (np.isnan(g) & np.isnan(w)) | (g == w)
+    with np.errstate(invalid="ignore"):
+        ok = np.where(fin, np.abs(g - w) <= bound, special_ok)
+    if not ok.all():
+        i = tuple(np.argwhere(~ok)[0])
+        raise AssertionError(f"{what}: {(~ok).sum()} of {ok.size} beyond the bound, first at "
+                             f"{list(i)}: got {got[i]!r}, reference {want[i]!r}, |diff| "
+                             f"{abs(g[i] - w[i]):.3g} > bound {bound[i]:.3g}")
+
+
+def assert_close_to_reference(got: Sequence[np.ndarray], func: Func,
+                              arrays: Sequence[np.ndarray], what: str = "") -> None:
+    """Each compiled result within 2 E of the reference (E from :func:`error_bounds`: each
+    engine may be E from the exact result)."""
+    want, bounds = error_bounds(func, arrays)
+    for i, (g, w, e) in enumerate(zip(got, want, bounds, strict=True)):
+        assert_within(g, w, 2 * e, f"{what} result {i}")
+
