@@ -269,3 +269,53 @@ def test_random_programs(func: Func, fuse: bool, n: int, m: int) -> None:
     ref = evaluate(func, xs)
     for g, r in zip(got, ref, strict=True):
         np.testing.assert_array_equal(g, r)  # -0.0 == 0.0 here: max/min zero signs may differ
+
+
+def _matmul_func(dt: DType, batched: bool = False) -> Func:
+    f = tb.FuncBuilder("mm_ieee")
+    pre = "B, " if batched else ""
+    a, b = f.param("a", f"{dt}[{pre}M, K]"), f.param("b", f"{dt}[{pre}K, N]")
+    f.ret(tb.matmul(a, b))
+    return f.finish()
+
+
+@pytest.mark.parametrize("dt", [F32, F64])
+@pytest.mark.parametrize("tiles", [False, True])
+def test_matmul_keeps_the_references_specials(dt: DType, tiles: bool) -> None:
+    """A fused multiply-add never rounds its product: inf * 1 + 2 * -3e38 would be inf fused,
+    where the reference (products rounded, then summed) gives inf + -inf = NaN; and -3e38 +
+    2e19 * 2e19 would be 1e38 fused, inf in the reference. Compiled matmul rounds the products
+    of tiles where one may overflow, so it gives the reference's specials, alone and inside
+    larger matrices (several tiles and panels, finite tiles beside)."""
+    big = float(np.finfo(dt.np_dtype).max) * 0.9
+    root = float(np.sqrt(np.finfo(dt.np_dtype).max)) * 1.1  # root**2 overflows, barely
+    cases = [([[np.inf, 2.0]], [[1.0], [-big]]), ([[-big, root]], [[1.0], [root]])]
+    func = _matmul_func(dt)
+    cf = compile_func(func)
+    rng = np.random.default_rng(9)
+    for a, b in cases:
+        xa, xb = np.array(a, dt.np_dtype), np.array(b, dt.np_dtype)
+        if tiles:  # the case in row 13 and column 40 of 50 x 70, among finite values
+            fa, fb = rng.standard_normal((50, 2)), rng.standard_normal((2, 70))
+            fa[13], fb[:, 40] = xa[0], xb[:, 0]
+            xa, xb = fa.astype(dt.np_dtype), fb.astype(dt.np_dtype)
+        (ref,) = evaluate(func, [xa, xb])
+        (got,) = cf(xa, xb)
+        want = ref if tiles else ref[0, 0]
+        assert not np.isfinite(want if not tiles else ref[13, 40])
+        assert_close_to_reference([got], func, [xa, xb], f"{a} @ {b}")
+
+
+def test_matmul_batched_specials_and_epilogue() -> None:
+    f = tb.FuncBuilder("bmm_ieee")
+    a, b = f.param("a", "f32[B, M, K]"), f.param("b", "f32[B, K, N]")
+    f.ret(tb.max(tb.matmul(a, b), 0.0))
+    func = f.finish()
+    rng = np.random.default_rng(10)
+    xa, xb = rng.standard_normal((3, 9, 20)), rng.standard_normal((3, 20, 35))
+    xa[1, 4, :2], xb[1, :2, 7] = [np.inf, 2.0], [1.0, -3e38]
+    xa, xb = xa.astype(np.float32), xb.astype(np.float32)
+    (got,) = compile_func(fuse_everything(func))(xa, xb)
+    (ref,) = evaluate(func, [xa, xb])
+    assert np.isnan(ref[1, 4, 7]) and np.isnan(got[1, 4, 7])
+    assert_close_to_reference([got], func, [xa, xb], "batched")
