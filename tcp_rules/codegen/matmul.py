@@ -13,6 +13,13 @@ Each block of MC rows of A is packed too (``[tile][k][MR]``) into a scratch buff
 elements that the caller provides per thread: the MR rows a tile reads sit 4 KiB apart for
 K = 1024 and would otherwise collide in the same cache sets.
 
+IEEE specials as the reference (ops/linalg.py ``matmul_reference``): a fused multiply-add never
+rounds its product, so a product that overflows would give a finite or infinite sum where the
+reference's rounded product gives inf or NaN. Packing records each B panel's largest magnitude
+(after the panels in the packed buffer) and each A block's; a tile whose two maxima multiply to
+inf runs a K loop of rounded products and adds instead (never on finite data that cannot
+overflow: measured at the noise level on 256^3 and 1024^3). Targets without FMA always do.
+
 Symbols: ``<sym>_pack(b, packed, sizes, lo, hi)`` packs panels [lo, hi) of every batch;
 ``<sym>(a, b, ..., out, packed, a_scratch, sizes, lo, hi)`` computes rows [lo, hi).
 """
@@ -25,9 +32,10 @@ import llvmlite.ir as ir
 import numpy as np
 
 from tcp_rules.codegen import jit
-from tcp_rules.codegen.emit import BodyEmitter, KernelError
-from tcp_rules.codegen.irbase import I32, I64, IR, PTR, VOID, mem_type, reg_type
-from tcp_rules.codegen.kernel import Acc, Affine, Load, MatmulKernel, Size
+from tcp_rules.codegen.emit import KernelError
+from tcp_rules.codegen.epilogue import Epilogue, f_min
+from tcp_rules.codegen.irbase import I32, I64, IR, PTR, VOID, mem_type
+from tcp_rules.codegen.kernel import MatmulKernel, Size
 from tcp_rules.codegen.plan import StepInstance
 from tcp_rules.types import DType
 
@@ -54,10 +62,19 @@ def fused(target: jit.Target | None = None) -> bool:
     return t.has("fma") or t.arch == "aarch64"
 
 
+def bigger(e: IR, m: ir.Value, x: ir.Value) -> ir.Value:
+    """max(m, |x|), NaN ignored: one maxss. A NaN operand makes NaN fused or not; an inf one
+    makes the same inf or NaN fused or not, unless a finite product overflows, which the
+    finite magnitudes tell."""
+    ax = e.fabs(x)
+    return e.b.select(e.b.fcmp_ordered(">", ax, m), ax, m)
+
+
 def _risky(e: IR, amax: ir.Value, bmax: ir.Value) -> ir.Value:
     """Whether a product of an element of A (magnitudes at most ``amax``) and one of B (at most
-    ``bmax``) can round to inf, or an operand is not finite (a maximum is inf or NaN). Rounding is
-    monotonic, so when amax * bmax rounds to a finite number no product overflows."""
+    ``bmax``) can round to inf. Rounding is monotonic, so when amax * bmax rounds to a finite
+    number no product overflows. (An inf operand makes the test true: harmlessly, as then
+    rounded products give what fused ones do, inf or NaN.)"""
     return e.b.fcmp_unordered("==", e.b.fmul(amax, bmax), e.const(amax.type, float("inf")))
 
 
@@ -129,12 +146,21 @@ def _emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> None:
     npan = b.sdiv(b.add(n, f.c64(nr - 1)), f.c64(nr))
     tail = b.mul(b.mul(batch, npan), b.mul(kk, f.c64(nr)))  # then one max |b| per panel
     mx = f._alloca(ty, "bmax")
+    row_ty = ir.VectorType(ty, nr)
+    vmx = f._alloca(row_ty, "bmax.v")  # NR independent maxima: no serial chain per element
 
     def copy(s_row: ir.Value, d_row: ir.Value, j: ir.Value) -> None:
         x = f.e.load(ty, f.e.gep(ty, src, b.add(s_row, j)))
         b.store(x, f.e.gep(ty, dst, b.add(d_row, j)))
-        if dt.is_float:  # llvm.maximum: a NaN stays
-            b.store(f.e.intrinsic("maximum", [b.load(mx), f.e.fabs(x)]), mx)
+        if dt.is_float:
+            b.store(bigger(f.e, b.load(mx), x), mx)
+
+    def copy_row(s_row: ir.Value, d_row: ir.Value) -> None:
+        """A full row of NR: one vector load and store."""
+        x = f.e.load(row_ty, f.e.gep(ty, src, s_row), align=dt.itemsize)
+        b.store(x, f.e.gep(ty, dst, d_row), align=dt.itemsize)
+        if dt.is_float:
+            b.store(bigger(f.e, b.load(vmx), x), vmx)
 
     def per_batch(bi: ir.Value) -> None:
         def per_panel(p: ir.Value) -> None:
@@ -142,96 +168,27 @@ def _emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> None:
             width = f.imin(f.c64(nr), b.sub(n, j0))
             dst0 = b.mul(b.add(b.mul(bi, npan), p), b.mul(kk, f.c64(nr)))
             b.store(ir.Constant(ty, 0), mx)
+            b.store(ir.Constant(row_ty, None), vmx)
+            full = b.icmp_signed("==", width, f.c64(nr))
 
             def per_k(r: ir.Value) -> None:
                 s_row = b.add(b.mul(b.add(b.mul(bi, kk), r), n), j0)
                 d_row = b.add(dst0, b.mul(r, f.c64(nr)))
-                f.loop(f.c64(0), width, 1, lambda j: copy(s_row, d_row, j), "j")
-                f.loop(width, f.c64(nr), 1, lambda j: b.store(
-                    ir.Constant(ty, 0), f.e.gep(ty, dst, b.add(d_row, j))), "z")
+                with b.if_else(full) as (whole, part):
+                    with whole:
+                        copy_row(s_row, d_row)
+                    with part:  # the last panel: the columns that exist, then zeros
+                        f.loop(f.c64(0), width, 1, lambda j: copy(s_row, d_row, j), "j")
+                        f.loop(width, f.c64(nr), 1, lambda j: b.store(
+                            ir.Constant(ty, 0), f.e.gep(ty, dst, b.add(d_row, j))), "z")
             f.loop(f.c64(0), kk, 1, per_k, "k")
-            b.store(b.load(mx), f.e.gep(ty, dst, b.add(tail, b.add(b.mul(bi, npan), p))))
+            m = b.load(mx)
+            if dt.is_float:
+                m = bigger(f.e, m, f.e.intrinsic("vector.reduce.fmax", [b.load(vmx)], ret=ty))
+            b.store(m, f.e.gep(ty, dst, b.add(tail, b.add(b.mul(bi, npan), p))))
         f.loop(lo, hi, 1, per_panel, "p")
     f.loop(f.c64(0), batch, 1, per_batch, "bi")
     b.ret_void()
-
-
-class _Epilogue(BodyEmitter):
-    """Evaluates the epilogue on one VF-wide vector of the output tile."""
-
-    def __init__(self, e: IR, k: MatmulKernel, args: list[ir.Value],
-                 size: Callable[[Size], ir.Value], vf: int):
-        super().__init__(e)
-        self.k, self.args, self._size, self.vf = k, args, size, vf
-        self.strides = []
-        for buf in k.buffers:
-            acc: ir.Value = ir.Constant(I64, 1)
-            st: list[ir.Value] = []
-            for s in reversed(buf.shape):
-                st.append(acc)
-                acc = e.b.mul(acc, size(s))
-            self.strides.append(st[::-1])
-        self.at: dict[str, ir.Value] = {}
-        self.acc_value: ir.Value | None = None
-        self.mask: ir.Value | None = None
-        self.jvar = "d2" if k.batched else "d1"
-        self.n: ir.Value = size(k.n)
-
-    def size(self, s: Size) -> ir.Value:
-        return self._size(s)
-
-    def const(self, dt: DType, v: float | int | bool) -> ir.Value:
-        return self.e.const(ir.VectorType(reg_type(dt), self.vf), v)
-
-    def acc(self, n: Acc) -> ir.Value:
-        assert self.acc_value is not None
-        return self.acc_value
-
-    def _offset(self, buf: int, index: tuple[Affine, ...], j: ir.Value) -> ir.Value:
-        b = self.e.b
-        off: ir.Value = ir.Constant(I64, 0)
-        for ix, st in zip(index, self.strides[buf], strict=True):
-            v: ir.Value = ir.Constant(I64, ix.const)
-            for name, c in (*ix.vars, *ix.sizes):
-                term = j if name == self.jvar else (
-                    self.at[name] if name in self.at else self.size(name))
-                v = b.add(v, b.mul(term, ir.Constant(I64, c)))
-            off = b.add(off, b.mul(v, st))
-        return off
-
-    def load(self, n: Load) -> ir.Value:
-        b, e = self.e.b, self.e
-        buf = self.k.buffers[n.buf]
-        if not all(isinstance(i, Affine) for i in n.index):
-            raise KernelError("data-dependent loads are not supported in a matmul epilogue")
-        index = tuple(i for i in n.index if isinstance(i, Affine))
-        ty, arg = mem_type(buf.dtype), self.args[n.buf]
-        j0 = self.at[self.jvar]
-        uses_j = [i for i, ix in enumerate(index) if ix.coeff(self.jvar)]
-        if not uses_j:  # the same value for every lane
-            v = e.splat(e.load(ty, e.gep(ty, arg, self._offset(n.buf, index, j0))), self.vf)
-        elif uses_j == [buf.rank - 1] and index[-1].coeff(self.jvar) == 1:
-            vt = ir.VectorType(ty, self.vf)
-            ptr = e.gep(ty, arg, self._offset(n.buf, index, j0))
-            align = ir.Constant(I32, buf.dtype.itemsize)
-            v = e.intrinsic("masked.load", [ptr, align, self.mask, ir.Constant(vt, None)],
-                            ret=vt, tys=[vt, PTR])
-        else:  # a strided pattern: lane by lane, columns clamped into range
-            vt = ir.VectorType(ty, self.vf)
-            v = ir.Constant(vt, ir.Undefined)
-            last = b.sub(self.n, ir.Constant(I64, 1))
-            for lane in range(self.vf):
-                j = f_min(e, b.add(j0, ir.Constant(I64, lane)), last)
-                x = e.load(ty, e.gep(ty, arg, self._offset(n.buf, index, j)))
-                v = b.insert_element(v, x, ir.Constant(I32, lane))
-        if buf.dtype is DType.I1:
-            return b.icmp_unsigned("!=", v, ir.Constant(v.type, None))
-        return v
-
-
-def f_min(e: IR, a: ir.Value, b: ir.Value) -> ir.Value:
-    """Signed minimum of two i64 values."""
-    return e.intrinsic("smin", [a, b])
 
 
 def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
@@ -250,7 +207,7 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
     el = mem_type(dt)
     vt = ir.VectorType(el, vf)
     npan = b.sdiv(b.add(n, f.c64(nr - 1)), f.c64(nr))
-    epi = _Epilogue(e, k, bufs, size, vf)
+    epi = Epilogue(e, k, bufs, size, vf)
     out_buf = k.output
     out_ty = mem_type(out_buf.dtype)
     lane_ids = ir.Constant(ir.VectorType(I64, vf), list(range(vf)))
@@ -263,7 +220,7 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
     def pack_a(bi: ir.Value, ic: ir.Value, ic_end: ir.Value) -> None:
         """Rows [ic, ic_end) of A into [tile][k][MR]: each k's MR values are adjacent, and
         rows 4 KiB apart no longer collide in the cache. Missing rows repeat the last one.
-        Records the block's largest magnitude (NaN if any is NaN) in ``amax``."""
+        Records the block's largest magnitude (NaNs ignored) in ``amax``."""
         a_base = b.mul(bi, b.mul(m, kk))
         last_row = b.sub(ic_end, f.c64(1))
         b.store(ir.Constant(el, 0), amax)
@@ -272,7 +229,7 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
             x = e.load(el, e.gep(el, src, kv))
             b.store(x, e.gep(el, dst, b.mul(kv, f.c64(mr))))
             if guard:
-                b.store(e.intrinsic("maximum", [b.load(amax), e.fabs(x)]), amax)
+                b.store(bigger(e, b.load(amax), x), amax)
 
         def per_row(t_r: ir.Value) -> None:
             t, r = b.sdiv(t_r, f.c64(mr)), b.srem(t_r, f.c64(mr))
