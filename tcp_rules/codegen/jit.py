@@ -100,7 +100,7 @@ class Target:
 
     def has(self, feature: str) -> bool:
         """Whether the target has ``feature`` (LLVM's name: avx512f, avx2, fma, neon...)."""
-        return f"+{feature}" in self.features.split(",")
+        return feature in _enabled(self.features)
 
     def key(self) -> str:
         """What the cache key and kernel symbols take from the target."""
@@ -120,11 +120,16 @@ class Target:
         h = host()
         if self.arch != h.arch:
             return f"target {self.name} ({self.triple}) is not this machine's {h.triple}"
-        missing = [f[1:] for f in self.features.split(",")
-                   if f.startswith("+") and not h.has(f[1:])]
+        missing = sorted(_enabled(self.features) - _enabled(h.features))
         if missing:
             return f"this CPU lacks {', '.join(missing)}, which target {self.name} uses"
         return None
+
+
+@cache
+def _enabled(features: str) -> frozenset[str]:
+    """The features a feature string turns on (asked per emitted intrinsic: parsed once)."""
+    return frozenset(f[1:] for f in features.split(",") if f.startswith("+"))
 
 
 # x86-64 microarchitecture levels (the psABI's), each adding to the one before, and an aarch64
