@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import math
 import os
+import stat
 import tempfile
 import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+from numpy.lib import format as npformat
 
 from tcp_rules.diagnostics import TcpError
 from tcp_rules.interpret import concretize
 from tcp_rules.ir import Func
+from tcp_rules.memory import available_bytes, nbytes, require
 from tcp_rules.types import TensorType
 
 
 def load_inputs(path: str | Path, func: Func) -> list[np.ndarray]:
     """The arrays of an .npz file, one per parameter of ``func`` by name; never unpickles."""
+    _check_regular(path)
     try:
         loaded = np.load(path, allow_pickle=False)
     except FileNotFoundError:
@@ -33,14 +38,11 @@ def load_inputs(path: str | Path, func: Func) -> list[np.ndarray]:
                           f"per parameter")
     arrays: dict[str, np.ndarray] = {}
     with loaded as data:
-        for k in data.files:
-            try:
-                arrays[k] = data[k]
-            except ValueError:
-                raise TcpError.at(f"{path}: array '{k}' holds Python objects (pickled data), "
-                                  f"which are never loaded; save numeric arrays") from None
-            except (OSError, zipfile.BadZipFile, EOFError) as e:
-                raise TcpError.at(f"cannot read array '{k}' from {path}: {e}") from None
+        zf = data.zip
+        assert zf is not None  # open until the with block ends
+        avail = available_bytes()
+        for member in zf.namelist():
+            arrays[member.removesuffix(".npy")] = _read_member(path, zf, member, avail)
     names = [p.param for p in func.params]
     missing = [n for n in names if n not in arrays]
     if missing:
@@ -51,6 +53,54 @@ def load_inputs(path: str | Path, func: Func) -> list[np.ndarray]:
         raise TcpError.at(f"{path} has array(s) {', '.join(extra)} that func {func.name} has no "
                           f"parameter for (parameters: {', '.join(names)})")
     return [arrays[n] for n in names]
+
+
+def _check_regular(path: str | Path) -> None:
+    # a FIFO would block numpy's open, a device be read from without end
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # np.load reports it
+    if not stat.S_ISREG(mode):
+        raise TcpError.at(f"cannot read inputs: {path} is not a regular file")
+
+
+def _read_member(path: str | Path, zf: zipfile.ZipFile, member: str,
+                 avail: int) -> np.ndarray:
+    """One .npy member: its header read and checked first (never pickled data, and not larger
+    than the memory available), then its data."""
+    key = member.removesuffix(".npy")
+    where = f"{path}: array '{key}'"
+    try:
+        with zf.open(member) as f:
+            try:
+                version = npformat.read_magic(f)
+            except ValueError:
+                raise TcpError.at(f"{where} is not an .npy array (no .npy header); save "
+                                  f"arrays with numpy.savez") from None
+            if version not in ((1, 0), (2, 0)):
+                raise TcpError.at(f"{where} has an .npy header of version {version[0]}."
+                                  f"{version[1]}, which is only written for named fields; "
+                                  f"save numeric arrays")
+            read_header = (npformat.read_array_header_1_0 if version == (1, 0)
+                           else npformat.read_array_header_2_0)
+            try:
+                shape, _, dtype = read_header(f)
+            except Exception as e:  # numpy parses the header as Python literals: any error
+                raise TcpError.at(f"{where} has a malformed .npy header ({type(e).__name__}: "
+                                  f"{e}); the file is damaged or was not written by "
+                                  f"numpy.savez") from None
+            if dtype.hasobject:
+                raise TcpError.at(f"{where} holds Python objects (pickled data), which are "
+                                  f"never loaded; save numeric arrays")
+            need = math.prod(shape) * dtype.itemsize
+            require(need, avail, f"{where} ({dtype}{list(shape)})")
+        with zf.open(member) as f:
+            return npformat.read_array(f, allow_pickle=False)
+    except ValueError as e:  # the data does not match its header (truncated, ...)
+        raise TcpError.at(f"{where} is damaged: {e}") from None
+    except (OSError, zipfile.BadZipFile, EOFError) as e:
+        raise TcpError.at(f"cannot read array '{key}' from {path}: {e}") from None
 
 
 def save_results(path: str | Path, results: Sequence[np.ndarray]) -> None:
@@ -88,4 +138,9 @@ def random_inputs(func: Func, sizes: Mapping[str, int] | None = None, default_si
     rng = np.random.default_rng(seed)
     symbols = sorted(frozenset().union(*(p.type.symbols for p in func.params)))
     env = {s: (sizes or {}).get(s, default_size) for s in symbols}
-    return [random_array(concretize(p.type, env, p.span), rng) for p in func.params]
+    types = [concretize(p.type, env, p.span) for p in func.params]
+    avail = available_bytes()
+    for t, p in zip(types, func.params, strict=True):
+        require(nbytes(t), avail, f"random input '{p.param}' ({t})", p.span)
+    require(sum(map(nbytes, types)), avail, f"the random inputs of func {func.name}", func.span)
+    return [random_array(t, rng) for t in types]

@@ -31,7 +31,7 @@ from tcp_rules.egraph.saturate import (
 )
 from tcp_rules.elaborate import load_program
 from tcp_rules.extract.cost import CostModel, RooflineCost
-from tcp_rules.extract.decode import DecodeError, decode, program_cost
+from tcp_rules.extract.decode import DecodeError, decode, program_cost, restore_spans
 from tcp_rules.extract.extractors import EXTRACTORS, ExtractionError, ilp
 from tcp_rules.extract.snapshot import snapshot
 from tcp_rules.ir import Func, rebind_params
@@ -221,4 +221,5 @@ def optimize(func: Func, rules: Sequence[Rule], options: OptOptions = OptOptions
     if last_program is not None and not (final is None and report.kept_original):
         parsed = load_program(Source("<optimized>", last_program)).funcs[0]
         best = rebind_params(parsed, func.params)  # the user's parameters, spans included
+        best = restore_spans(best, func)  # errors point at the user's file, not this text
     return OptResult(best, func, report)

@@ -19,8 +19,9 @@ from tcp_rules.egraph.saturate import build_text
 from tcp_rules.elaborate import elaborate
 from tcp_rules.grammar.ast import format_ast
 from tcp_rules.grammar.parser import parse_program, read_source
-from tcp_rules.interpret import evaluate
+from tcp_rules.interpret import bind_symbols, evaluate
 from tcp_rules.ir import Func, Module
+from tcp_rules.memory import check_run
 from tcp_rules.optimize import OptOptions, OptResult, optimize, select_rules
 from tcp_rules.printer import print_func, print_module
 from tcp_rules.rules.model import Rule
@@ -135,11 +136,16 @@ def run_func(func: Func, inputs: Sequence[np.ndarray], engine: str = "compiled",
 
     Emits the ``llvm`` stage (every kernel's LLVM IR) before compiled code runs.
     """
+    if engine not in ENGINES:
+        raise TcpError.at(f"unknown engine '{engine}' (engines: {', '.join(ENGINES)})")
+    if engine == "compiled":
+        from tcp_rules.codegen import emit_llvm  # llvmlite loads only when used
+
+        (emit or Emitter())("llvm", lambda: emit_llvm(func))
+    # refused before anything is allocated, with the size it would need
+    check_run(func, bind_symbols(func, inputs), engine)
     if engine == "reference":
         return evaluate(func, inputs)
-    if engine != "compiled":
-        raise TcpError.at(f"unknown engine '{engine}' (engines: {', '.join(ENGINES)})")
-    from tcp_rules.codegen import emit_llvm, run_compiled  # llvmlite loads only when used
+    from tcp_rules.codegen import run_compiled
 
-    (emit or Emitter())("llvm", lambda: emit_llvm(func))
     return run_compiled(func, inputs)

@@ -9,12 +9,14 @@ import os
 import resource
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tcp_rules.cli import main
-from tcp_rules.diagnostics import Source
+from tcp_rules.diagnostics import Source, TcpError
 from tcp_rules.ir import Func
 from tcp_rules.optimize import OptOptions, optimize
 from tcp_rules.pipeline import load_module
@@ -188,3 +190,113 @@ def test_imports_work_in_a_folder_reached_through_a_symlink(
     code, out, err = tcpr(capsys, "check", str(tmp_path / "link" / "r.tcpr"))
     assert code == 0, err
     assert "s.tcpr: ok" in out and "algebra.tcpr: ok" in out
+
+
+# outputs that cannot fit are refused before allocation -----------------------------------------
+
+HUGE = """func f(x: f32[N]) -> f32[N, N, N] {
+  return broadcast(x, shape=[N, N, N], dims=[2])
+}
+"""
+
+
+@pytest.mark.parametrize("engine", ["reference", "compiled"])
+def test_an_output_too_large_is_refused_with_its_size(
+        engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prog = tmp_path / "huge.tcp"
+    prog.write_text(HUGE)
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.ones(100_000, np.float32))  # the result: 4e15 bytes
+    for opt in ([], ["--no-opt"]):
+        err = user_error(tcpr(capsys, "run", str(prog), "--inputs", str(inputs),
+                              "--engine", engine, *opt),
+                         "huge.tcp:", "f32[100000, 100000, 100000]",
+                         "needs 3638.0 TiB of memory, but only")
+        assert "<optimized>" not in err
+
+
+def test_random_inputs_too_large_are_refused(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    prog = tmp_path / "p.tcp"
+    prog.write_text("func f(x: f64[N, N]) -> f64[N, N] {\n  return neg(x)\n}\n")
+    user_error(tcpr(capsys, "run", str(prog), "--random", "--size", "N=100000000"),
+               "p.tcp:1:8:", "random input 'x' (f64[100000000, 100000000]) needs")
+
+
+FUSED = """func f(x: f32[N]) -> f32[N] {
+  return reduce_sum(broadcast(x, shape=[N, N], dims=[1]), axes=[0], keepdims=false)
+}
+"""
+
+
+def test_the_memory_check_counts_what_each_engine_allocates(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tcp_rules import memory
+
+    func = func_of(FUSED)
+    monkeypatch.setattr(memory, "available_bytes", lambda: 1 << 20)
+    # the compiled engine fuses the broadcast into the sum: only f32[N] is allocated
+    memory.check_run(func, {"N": 1000}, "compiled")
+    # the reference engine makes the 4 MB broadcast
+    with pytest.raises(TcpError, match=r"broadcast makes f32\[1000, 1000\], which needs 3.8 MiB"):
+        memory.check_run(func, {"N": 1000}, "reference")
+
+
+# .npz members ----------------------------------------------------------------------------------
+
+def _npz_with_member(path: Path, member: bytes) -> str:
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("x.npy", member)
+    return str(path)
+
+
+@pytest.mark.parametrize("member, needle", [
+    (b"\x93NUMPY\x01\x00\x20\x00{'descr': <f4, 'shape': (4,), }  \n", "malformed .npy header"),
+    (b"\x93NUMPY\x01\x00\x30\x00{'descr': '<f4', 'fortran_order': False, 'shape': (-4,), }\n",
+     "malformed .npy header"),
+    (b"\x93NUMPY\x01\x00\x20\x00{'descr': '<f4'}              \n", "malformed .npy header"),
+    (b"just some bytes", "is not an .npy array"),
+])
+def test_malformed_npy_members_are_named_as_such(member: bytes, needle: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    prog = tmp_path / "p.tcp"
+    prog.write_text("func f(x: f32[4]) -> f32[4] {\n  return neg(x)\n}\n")
+    inputs = _npz_with_member(tmp_path / "in.npz", member)
+    err = user_error(tcpr(capsys, "run", str(prog), "--inputs", inputs), "array 'x'", needle)
+    assert "pickle" not in err
+
+
+def test_npz_member_larger_than_memory_is_refused_unread(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prog = tmp_path / "p.tcp"
+    prog.write_text("func f(x: f32[N]) -> f32[N] {\n  return neg(x)\n}\n")
+    header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000000,), }"
+    header += b" " * (63 - len(header) % 64) + b"\n"
+    member = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header
+    inputs = _npz_with_member(tmp_path / "in.npz", member)
+    user_error(tcpr(capsys, "run", str(prog), "--inputs", inputs),
+               "array 'x' (float32[1000000000000000]) needs 3638.0 TiB")
+
+
+# run-time errors in optimized programs point at the user's file --------------------------------
+
+SLICE = """func f(x: f32[N], y: f32[M]) -> f32[M] {
+  a = exp(x)
+  b = add(slice(a, start=[0], size=[M], stride=[1]), y)
+  return b
+}
+"""
+
+
+@pytest.mark.parametrize("engine", ["reference", "compiled"])
+@pytest.mark.parametrize("isolate", [[], ["--no-isolate"]])
+def test_run_time_errors_of_optimized_programs_point_at_the_users_file(
+        engine: str, isolate: list[str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    prog = tmp_path / "p.tcp"
+    prog.write_text(SLICE)
+    err = user_error(tcpr(capsys, "run", str(prog), "--random", "--size", "N=4", "--size", "M=5",
+                          "--engine", engine, *isolate),
+                     f"{prog}:3:11: error:", "slice reads past the end of axis 0",
+                     "b = add(slice(a, start=[0], size=[M], stride=[1]), y)")
+    assert "<optimized>" not in err

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tcp_rules.build import make_apply
+from tcp_rules.diagnostics import Span
 from tcp_rules.extract.cost import CostModel, kernel_totals
 from tcp_rules.extract.snapshot import ENode, Snapshot, scalar_value
 from tcp_rules.ir import Apply, Func, Value
@@ -66,7 +67,59 @@ def decode(snap: Snapshot, choice: dict[int, ENode], original: Func) -> Func:
     results = tuple(built[r] for r in snap.roots)
     if any(r.sort is Sort.BODY for r in results):
         raise DecodeError("the extraction returns a kernel body, not a tensor")
-    return Func(original.name, original.params, results, original.result_types, original.span)
+    return restore_spans(
+        Func(original.name, original.params, results, original.result_types, original.span),
+        original)
+
+
+TRANSPARENT = ("load", "kernel")  # identities the optimizer adds around what the user wrote
+
+
+def restore_spans(optimized: Func, original: Func) -> Func:
+    """``optimized`` with every op positioned in the user's file, so that a run-time error
+    (a slice past the end once symbols are bound, an array too large) points at what the user
+    wrote, not at the optimizer's text.
+
+    An op that computes what an op of the original computes (the same op, attributes and
+    operands, seeing through load and kernel) takes that op's span; another one takes the span
+    of the op that uses it, and a result the span of the original's result in its place.
+    """
+    keys: dict[int, object] = {}
+
+    def key(v: Value) -> object:
+        if id(v) not in keys:
+            if isinstance(v, Apply):
+                if v.op.name in TRANSPARENT:
+                    keys[id(v)] = key(v.operands[0])
+                else:
+                    keys[id(v)] = (v.op.name, repr(v.attrs), tuple(key(o) for o in v.operands))
+            else:
+                keys[id(v)] = ("param", getattr(v, "param", id(v)))
+        return keys[id(v)]
+
+    spans: dict[object, Span | None] = {}
+    for v in original.values():
+        if isinstance(v, Apply) and v.span is not None:
+            spans.setdefault(key(v), v.span)
+    chosen: dict[int, Span | None] = {}
+    for r, o in zip(optimized.results, original.results, strict=False):
+        chosen.setdefault(id(r), spans.get(key(r)) or o.span or original.span)
+    for v in reversed(optimized.values()):  # users before operands
+        if not isinstance(v, Apply):
+            continue
+        own = spans.get(key(v)) or chosen.get(id(v)) or original.span
+        chosen[id(v)] = own
+        for o in v.operands:
+            chosen.setdefault(id(o), own)
+    new: dict[int, Value] = {}
+    for v in optimized.values():
+        if isinstance(v, Apply):
+            new[id(v)] = Apply(v.type, op=v.op, operands=tuple(new[id(o)] for o in v.operands),
+                               attrs=v.attrs, span=chosen[id(v)], name=v.name, sort=v.sort)
+        else:
+            new[id(v)] = v
+    return Func(optimized.name, optimized.params, tuple(new[id(r)] for r in optimized.results),
+                optimized.result_types, original.span)
 
 
 def kernel_costs(func: Func, model: CostModel) -> dict[Value, float]:
