@@ -49,8 +49,8 @@ LEVEL = {"exact": 0, "approx": 1, "assumes": 1, "unsound": 2}
 class Profile:
     """How hard to look: cases per direction and class, symbolic instances sampled, sizes.
 
-    Most cases use small sizes; in a share ``large`` of them one dim (a reduced one where the
-    rule reduces) is drawn from ``large_sizes``: NumPy sums 8 or more elements with eight
+    Most cases use small sizes; in a share ``large`` of the cases of a rule that reduces, one
+    reduced dim is drawn from ``large_sizes``: NumPy sums 8 or more elements with eight
     interleaved accumulators and more than 128 in halves, so a wrong reordering of a sum can
     agree with NumPy on 1 to 7 elements. ``max_elements`` caps the inputs of such a case.
     """
@@ -61,7 +61,7 @@ class Profile:
     sizes: tuple[int, ...] = (1, 2, 3, 5, 7)
     zero_size: float = 0.04  # chance of a 0 dim, where the ops allow it
     shrink_examples: int = 300
-    large: float = 0.25
+    large: float = 0.4
     large_sizes: tuple[tuple[int, int], ...] = ((8, 40), (129, 300))
     max_elements: int = 1 << 14
 
@@ -121,12 +121,12 @@ class Search:
         self._reduced: dict[int, list[str]] = {}
 
     def sizes(self, inst: Instance, frm: Pattern, to: Pattern, large: bool) -> dict[str, int]:
-        """Small sizes; with ``large``, one symbol (a reduced one if any) from a large range."""
+        """Small sizes; with ``large``, one reduced symbol (if any) from a large range."""
         p = self.profile
         sizes = {s: 0 if self.rng.random() < p.zero_size else int(self.rng.choice(p.sizes))
                  for s in symbols_of(inst)}
-        if large and sizes:
-            pick = self.reduced_symbols(inst, frm, to) or list(sizes)
+        pick = self.reduced_symbols(inst, frm, to)
+        if large and pick:
             lo, hi = p.large_sizes[int(self.rng.integers(len(p.large_sizes)))]
             sizes[pick[int(self.rng.integers(len(pick)))]] = int(self.rng.integers(lo, hi + 1))
         return sizes

@@ -109,8 +109,23 @@ class Palette:
                 full = full_mantissa(dtype, rng, 1)
                 if dtype is not DType.I1 and rng.random() < 0.5:
                     full = np.concatenate([full, -full])
-                values[dtype] = np.concatenate([np.array(picks).astype(dtype.np_dtype), full])
+                values[dtype] = np.concatenate([np.array(picks).astype(dtype.np_dtype), full,
+                                                _extreme(dtype, rng, finite)])
         return Palette(values, float(rng.uniform(0.5, 1.0)))
+
+
+def _extreme(dtype: DType, rng: np.random.Generator, finite: bool) -> np.ndarray:
+    """In a third of the exact palettes, one of the values that most rules get wrong if they
+    get anything wrong (NaN, inf, -inf; the integer extremes): a rule wrong only there is
+    still caught on every seed, not only where the weighted picks happen to include them."""
+    if finite or dtype is DType.I1 or rng.random() >= 1 / 3:
+        return np.zeros(0, dtype.np_dtype)
+    if dtype.is_int:
+        info = np.iinfo(dtype.np_dtype)
+        pool: list[float | int] = [int(info.min), int(info.max)]
+    else:
+        pool = [float("nan"), float("inf"), float("-inf")]
+    return np.array([pool[int(rng.integers(len(pool)))]], dtype=dtype.np_dtype)
 
 
 def draw_array(shape: Sequence[int], dtype: DType, rng: np.random.Generator,
