@@ -11,12 +11,14 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
+from tcp_rules import __version__
 from tcp_rules.benchsuites import optimizer_suite, verifier_suite
 from tcp_rules.demo import run_demo
-from tcp_rules.diagnostics import TcpError
+from tcp_rules.diagnostics import Diagnostic, TcpError
 from tcp_rules.egraph.saturate import Limits, check_schedule, parse_schedule
 from tcp_rules.extract.cost import RooflineCost, with_sizes
 from tcp_rules.inputs import load_inputs, random_inputs, save_results
@@ -38,10 +40,12 @@ from tcp_rules.pipeline import (
     select_func,
 )
 from tcp_rules.printer import print_func
-from tcp_rules.rules.library import RuleLibrary, load_rules, load_standard_library
+from tcp_rules.progress import Progress, saturation_progress
+from tcp_rules.rules.library import RuleLibrary, load_rules, standard_rule_file
 from tcp_rules.rules.model import CLASSES
 from tcp_rules.rules.printer import format_guards, format_rules
-from tcp_rules.verify import PROFILES, verify_files
+from tcp_rules.userrules import choose_rules
+from tcp_rules.verify import PROFILES, Verdict, verify_rules
 from tcp_rules.verify.report import format_verdict, report_json
 
 
@@ -57,8 +61,12 @@ def _sizes(items: Sequence[str]) -> dict[str, int]:
 
 def _expand(paths: Sequence[str]) -> list[Path]:
     files: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
+    for name in paths:
+        p = Path(name)
+        std = None if p.exists() else standard_rule_file(name)
+        if std is not None:  # 'algebra': a file of the standard library
+            files.append(std)
+        elif p.is_dir():
             found = sorted([*p.rglob("*.tcp"), *p.rglob("*.tcpr")])
             if not found:
                 raise TcpError.at(f"{p}: no .tcp or .tcpr files in this directory")
@@ -103,23 +111,29 @@ def check_rule_files(args: argparse.Namespace, paths: list[Path]) -> bool:
 def cmd_check(args: argparse.Namespace) -> int:
     files = _expand(args.files)
     rule_files = [p for p in files if p.suffix == ".tcpr"]
-    failed = bool(rule_files) and not check_rule_files(args, rule_files)
-    for path in files:
-        if path.suffix == ".tcpr":
-            continue
-        if args.emit == "rules" or args.json:
-            raise TcpError.at(f"{path}: --emit rules and --json apply to rule files (.tcpr)")
-        try:
-            module = load_module_file(path, Emitter(args.emit))
-        except TcpError as e:
-            print(e.render(), file=sys.stderr)
-            failed = True
-            continue
-        except EmitStop:
-            continue
-        if not args.quiet:
-            names = ", ".join(f.name for f in module.funcs)
-            print(f"{path}: ok ({names})")
+    programs = [p for p in files if p.suffix != ".tcpr"]
+    with Progress("tcpr check", force=None if len(files) > 1 else False) as bar:
+        if rule_files:
+            bar.update(f"{len(rule_files)} rule file(s)", force=True)
+            with bar.above():
+                failed = not check_rule_files(args, rule_files)
+        else:
+            failed = False
+        for i, path in enumerate(programs):
+            bar.update(f"{i + len(rule_files)}/{len(files)} files: {path}")
+            if args.emit == "rules" or args.json:
+                raise TcpError.at(f"{path}: --emit rules and --json apply to rule files (.tcpr)")
+            try:
+                module = load_module_file(path, Emitter(args.emit, write=bar.print))
+            except TcpError as e:
+                bar.print(e.render(), file=sys.stderr)
+                failed = True
+                continue
+            except EmitStop:
+                continue
+            if not args.quiet:
+                names = ", ".join(f.name for f in module.funcs)
+                bar.print(f"{path}: ok ({names})")
     return 1 if failed else 0
 
 
@@ -142,12 +156,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise TcpError.at("give the inputs with --inputs IN.npz (one array per parameter) "
                               "or use --random for seeded random inputs")
         if not args.no_opt:
-            lib, options = _rules(args.rules), _opt_options(args)
+            lib, options = _rules(args), _opt_options(args)
             if inputs is not None:  # the cost model sizes symbolic dims as the inputs do
                 options = dataclasses.replace(
                     options, cost=with_sizes(options.cost, bind_symbols(func, inputs)))
             check_schedule(lib.rules, options.schedule)
-            result = optimize_func(func, lib.rules, options, emit, args.validate, inputs)
+            with saturation_progress(func.name) as hook:
+                result = optimize_func(func, lib.rules, options, emit, args.validate, inputs,
+                                       on_iteration=hook)
             if result.validation is not None:
                 print(result.validation.render(), file=sys.stderr)
             func = result.func
@@ -190,8 +206,9 @@ def _opt_options(args: argparse.Namespace) -> OptOptions:
                       cost=RooflineCost(default_size=args.default_size), schedule=schedule)
 
 
-def _rules(paths: Sequence[str] | None) -> RuleLibrary:
-    return load_rules(_expand(paths)) if paths else load_standard_library()
+def _rules(args: argparse.Namespace) -> RuleLibrary:
+    return choose_rules(_expand(args.rules or []), stdlib=not args.no_stdlib,
+                        verify=args.verify_rules)
 
 
 def cmd_opt(args: argparse.Namespace) -> int:
@@ -201,13 +218,14 @@ def cmd_opt(args: argparse.Namespace) -> int:
     except EmitStop:
         return 0
     funcs = [select_func(module, args.func)] if args.func else list(module.funcs)
-    lib, options = _rules(args.rules), _opt_options(args)
+    lib, options = _rules(args), _opt_options(args)
     check_schedule(lib.rules, options.schedule)
     results = []
     for func in funcs:
         try:
-            results.append(optimize_func(func, lib.rules, options, Emitter(stage),
-                                         args.validate))
+            with saturation_progress(func.name) as hook:
+                results.append(optimize_func(func, lib.rules, options, Emitter(stage),
+                                             args.validate, on_iteration=hook))
         except EmitStop:
             continue
     if stage is not None:
@@ -261,8 +279,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
         profile = profile.with_examples(args.examples)
     paths = _expand(args.files)
     start = time.perf_counter()
-    progress = None if args.json else (lambda v: print(format_verdict(v), flush=True))
-    verdicts = verify_files(paths, profile, args.seed, progress)
+    rules = load_rules(paths).rules
+    with Progress("tcpr verify") as bar:
+        def progress(v: Verdict) -> None:
+            if not args.json:
+                bar.print(format_verdict(v))
+            bar.step(len(rules), f"rules verified, last {v.rule.name}")
+
+        verdicts = verify_rules(rules, profile, args.seed, progress)
     bad = [v for v in verdicts if not v.ok]
     if args.json:
         print(json.dumps(report_json(verdicts, profile.name, args.seed), indent=2))
@@ -293,7 +317,14 @@ def cmd_ops(args: argparse.Namespace) -> int:
 
 def _opt_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rules", nargs="+", metavar="FILE",
-                   help="rule files or directories (default: the standard library)")
+                   help="rule files or directories, used with the standard library (files of "
+                        "the standard library may be named: 'algebra')")
+    p.add_argument("--no-stdlib", action="store_true",
+                   help="use only the --rules files, not the standard library")
+    p.add_argument("--verify-rules", action="store_true",
+                   help="verify the --rules files' rules first and refuse to optimize with "
+                        "one that is worse than declared (else: a warning that they are not "
+                        "verified)")
     p.add_argument("--allow", default="exact,approx",
                    help="soundness classes the optimizer may use (default: exact,approx)")
     p.add_argument("--iter-limit", type=int, default=Limits.iterations)
@@ -337,14 +368,26 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in the diagnostic style of every other error, with exit status 1."""
+
+    def error(self, message: str) -> NoReturn:
+        hint = f"see '{self.prog} --help'"
+        print(f"tcpr: {Diagnostic(message, hint=hint).render()}", file=sys.stderr)
+        sys.exit(1)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tcpr", description="tcp-rules: tensor rewrite rules, equality saturation and "
-        "fast kernels for TCP programs")
+        "fast kernels for TCP programs (progress lines on stderr when it is a terminal; "
+        "TCPR_PROGRESS=1 or 0 to force them on or off)")
+    parser.add_argument("--version", action="version", version=f"tcpr {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("check", help="parse and check programs and rule files")
-    p.add_argument("files", nargs="+", help=".tcp and .tcpr files, or directories")
+    p.add_argument("files", nargs="+", help=".tcp and .tcpr files, or directories (files of "
+                   "the standard library by name: 'algebra')")
     p.add_argument("--emit", choices=(*PROGRAM_STAGES, "rules"), help="print this stage")
     p.add_argument("--json", action="store_true", help="list the rules and their classes")
     p.add_argument("-q", "--quiet", action="store_true", help="print only errors")
@@ -400,7 +443,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_bench)
 
     p = sub.add_parser("verify", help="check each rule's soundness class against NumPy")
-    p.add_argument("files", nargs="+", help=".tcpr files or directories")
+    p.add_argument("files", nargs="+", help=".tcpr files or directories (files of the "
+                   "standard library by name: 'algebra')")
     p.add_argument("--json", action="store_true", help="verdicts as JSON (schema 1)")
     p.add_argument("--examples", type=int, help="cases per rule direction")
     p.add_argument("--seed", type=int, default=0, help="the same seed draws the same cases")
@@ -414,7 +458,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help, --version (0) or a usage error (1)
+        return e.code if isinstance(e.code, int) else int(e.code is not None)
     fn: Callable[[argparse.Namespace], int] = args.fn
     try:
         return fn(args)

@@ -167,8 +167,13 @@ def _child(conn: Any, func: Func, rules: Sequence[Rule], options: OptOptions) ->
         conn.close()
 
 
-def optimize(func: Func, rules: Sequence[Rule], options: OptOptions = OptOptions()) -> OptResult:
-    """Optimize ``func`` with ``rules``; the time limit is a hard deadline when isolated."""
+def optimize(func: Func, rules: Sequence[Rule], options: OptOptions = OptOptions(),
+             on_iteration: Callable[[dict[str, Any]], None] | None = None) -> OptResult:
+    """Optimize ``func`` with ``rules``; the time limit is a hard deadline when isolated.
+
+    ``on_iteration`` receives each saturation iteration's stats as the isolated child reports
+    them (index, phase, enodes, eclasses, seconds), e.g. for a progress line.
+    """
     if not options.isolate:
         return run_optimizer(func, rules, options)
     start = time.perf_counter()
@@ -200,6 +205,8 @@ def optimize(func: Func, rules: Sequence[Rule], options: OptOptions = OptOptions
             break
         if kind == "iteration":
             report.iterations.append(payload["iteration"])
+            if on_iteration is not None:
+                on_iteration(payload["iteration"])
             report.matches = payload["matches"]
             if payload["program"] is not None:
                 last_program, report.cost_after = payload["program"], payload["cost"]

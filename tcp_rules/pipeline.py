@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,8 @@ def select_func(module: Module, name: str | None) -> Func:
 
 def optimize_func(func: Func, rules: Sequence[Rule], options: OptOptions,
                   emit: Emitter | None = None, validate: bool = False,
-                  inputs: Sequence[np.ndarray] | None = None) -> OptResult:
+                  inputs: Sequence[np.ndarray] | None = None,
+                  on_iteration: Callable[[dict[str, Any]], None] | None = None) -> OptResult:
     """Saturate and extract, emitting the ``egglog``, ``report`` and ``optimized`` stages.
 
     With ``validate``, the optimized program is run against the original (on ``inputs`` too,
@@ -91,7 +93,7 @@ def optimize_func(func: Func, rules: Sequence[Rule], options: OptOptions,
     emit = emit or Emitter()
     emit("egglog", lambda: build_text(func, select_rules(rules, options.allow), Tables(),
                                       options.schedule)[0])
-    result = optimize(func, rules, options)
+    result = optimize(func, rules, options, on_iteration)  # on_iteration: progress
     if validate:
         result.validation = check_translation(result, rules, options, inputs)
     emit("report", result.report.render)

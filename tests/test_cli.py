@@ -310,12 +310,16 @@ def test_out_onto_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert list(target.iterdir()) == []
 
 
-def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    for argv in (["run"], ["run", MLP, "--engine", "gpu"], ["frobnicate"], []):
-        with pytest.raises(SystemExit) as info:
-            main(argv)
-        assert info.value.code == 2
-        assert "usage: tcpr" in capsys.readouterr().err
+def test_usage_errors_exit_1_in_the_diagnostic_style(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, needle in ((["run"], "the following arguments are required: program"),
+                         (["run", MLP, "--engine", "gpu"], "invalid choice: 'gpu'"),
+                         (["frobnicate"], "invalid choice: 'frobnicate'"),
+                         ([], "required: command"),
+                         (["opt", MLP, "--iter-limit", "many"], "invalid int value: 'many'")):
+        code, out, err = tcpr(capsys, *argv)
+        assert (code, out) == (1, ""), err
+        assert err.startswith("tcpr: error: ") and needle in err.splitlines()[0]
+        assert "  hint: see 'tcpr" in err and "Traceback" not in err
 
 
 # --emit ---------------------------------------------------------------------------------------

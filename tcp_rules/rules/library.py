@@ -179,3 +179,36 @@ def load_standard_library(check: bool = False) -> RuleLibrary:
 @functools.lru_cache(maxsize=4)
 def _load_cached(stamp: tuple[tuple[str, int, int], ...], check: bool) -> RuleLibrary:
     return load_rules(standard_library_files(), check=check)
+
+
+def standard_rule_file(name: str) -> Path | None:
+    """The standard library file a command-line argument names ('algebra' or 'algebra.tcpr'),
+    if it names one and is not a path of its own."""
+    if "/" in name or "\\" in name or name in ("", ".", ".."):
+        return None
+    for candidate in (rules_dir() / name, rules_dir() / f"{name}.tcpr"):
+        if candidate.suffix == ".tcpr" and candidate.is_file():
+            return candidate
+    return None
+
+
+def load_with_standard_library(paths: Sequence[str | Path]) -> tuple[RuleLibrary, list[Rule]]:
+    """The standard library plus the user's rule files (checked), and the user's own rules.
+
+    A user rule may not take the name of a standard library rule (TcpError pointing at both):
+    it would replace the rule it shadows in reports, schedules and diagnosis.
+    """
+    std = load_standard_library()
+    user = load_rules(paths)
+    std_files = {f.resolve() for f in std.files}
+    mine = [r for r in user.rules  # those imported from the standard library are in std
+            if r.span is None or Path(r.span.source.name).resolve() not in std_files]
+    bag = DiagnosticBag()
+    for r in mine:
+        if any(s.name == r.name for s in std.rules):
+            bag.error(f"rule {r.name} is already defined in the standard library", r.span,
+                      notes=[("defined here", std.rule(r.name).span)],
+                      hint="rename the rule, or run with --no-stdlib to use only your rules")
+    bag.raise_if_any("rules")
+    files = tuple(dict.fromkeys([*std.files, *user.files]))
+    return RuleLibrary((*std.rules, *mine), files, {**std.coverage, **user.coverage}), mine
