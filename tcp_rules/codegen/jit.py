@@ -1,9 +1,15 @@
 """From LLVM IR text to callable machine code: optimization, object code, caching, loading.
 
 Each kernel becomes one module: verified, optimized by the new pass builder at speed level 3 with
-loop vectorization for the host CPU (name and features), compiled to an object file by the target
+loop vectorization for the target CPU (name and features), compiled to an object file by the target
 machine, and loaded into one process-wide MCJIT engine that lives as long as the process (its
 function pointers are handed out to callers, so it must never be collected).
+
+The target (:class:`Target`, :func:`target`) is this machine unless ``$TCPR_TARGET`` names one of
+TARGETS (x86-64 levels v1-v4, aarch64) or :func:`targeting` sets one; every strategy the emitters
+choose asks it, and irbase checks each target-specific intrinsic against it before emitting.
+:func:`compile_for` compiles for any target without running; :func:`load` refuses code this
+machine cannot run (another architecture, missing features) with a TargetError.
 
 Object files are cached in memory and on disk under ``$TCPR_CACHE_DIR`` (default
 ``$XDG_CACHE_HOME/tcp-rules`` or ``~/.cache/tcp-rules``), keyed by a hash of the kernel's canonical
