@@ -266,6 +266,18 @@ def test_malformed_npy_members_are_named_as_such(member: bytes, needle: str, tmp
     assert "pickle" not in err
 
 
+def test_inputs_from_a_fifo_are_refused_without_blocking(tmp_path: Path) -> None:
+    prog = tmp_path / "p.tcp"
+    prog.write_text("func f(x: f32[4]) -> f32[4] {\n  return neg(x)\n}\n")
+    fifo = tmp_path / "in.npz"
+    os.mkfifo(fifo)
+    # numpy opens the file and waits for a writer: without the check this never returns
+    proc = subprocess.run([sys.executable, "-m", "tcp_rules", "run", str(prog), "--inputs",
+                           str(fifo)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert f"cannot read inputs: {fifo} is not a regular file" in proc.stderr
+
+
 def test_npz_member_larger_than_memory_is_refused_unread(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     prog = tmp_path / "p.tcp"
