@@ -14,8 +14,8 @@ Loop-carried state lives in allocas that SROA promotes to registers before vecto
 Reductions: only the accumulator update carries ``reassoc`` (so the loop vectorizer may keep
 several vector accumulators) -- an approximate transformation, as NumPy's pairwise order is.
 f32 sums accumulate in f64; f64 sums add blocks of F64_SUM_BLOCK terms. max/min use
-``llvm.maximum``/``llvm.minimum``: NaN propagates exactly, but with both +0.0 and -0.0 in a
-reduction the sign of a zero result may differ from NumPy's (whose own answer depends on order).
+``llvm.maximum``/``llvm.minimum``: NaN propagates, and -0.0 counts as below +0.0 whatever the
+order, as the reference defines reduce_max/reduce_min (ops/linalg.py): the same bits.
 Kernels that read an input transposed iterate their last two axes in TILE x TILE blocks.
 """
 
