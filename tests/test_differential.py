@@ -13,6 +13,7 @@ smallest floats as inputs, and ±inf, NaN and ±0.0 as literals and clamp bounds
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -35,30 +36,43 @@ from tcp_rules.verify.values import finite_values, special_values
 
 STDLIB = load_standard_library().rules
 LIMITS = Limits(iterations=16, nodes=20000, seconds=30)  # the clamp chain needs ~12
-# Inputs come from the verifier's pools: every IEEE edge case for the exact legs, the finite
-# values of moderate size the approx contract speaks of for the approx leg (reassociating
-# x * y * 2 may overflow near the largest float: that is what approx allows).
-SPECIAL = special_values(DType.F32)
-FINITE = finite_values(DType.F32)
-# Literals and clamp bounds stay special in every leg, the infinities above all.
-LITERALS = ["0.0", "-0.0", "1.0", "-1.5", "inf", "-inf", "nan", "0.1"]
-UNARY = ["neg", "abs", "floor", "ceil", "sqrt", "round", "round_even"]
-BINARY = ["add", "sub", "mul", "div", "max", "min"]
-COMPARE = ["lt", "le", "gt", "ge", "eq", "ne"]
+@dataclass(frozen=True)
+class Dialect:
+    """The ops, literals and input values of random programs of one dtype."""
+
+    dtype: DType
+    unary: tuple[str, ...]
+    literals: tuple[str, ...]  # literals and clamp bounds: special in every leg
+
+
+BINARY = ("add", "sub", "mul", "div", "max", "min")
+COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
+DIALECTS = {
+    "f32": Dialect(DType.F32, ("neg", "abs", "floor", "ceil", "sqrt", "round", "round_even"),
+                   ("0.0", "-0.0", "1.0", "-1.5", "inf", "-inf", "nan", "0.1")),
+    # wrap-around, division by zero and MIN / -1 as the semantics table defines them
+    "i32": Dialect(DType.I32, ("neg", "abs"),
+                   ("0", "1", "-1", "7", "2147483647", "-2147483648")),
+}
 SHAPE = "N, 4"
 
 
+def _header(d: Dialect) -> str:
+    t = f"{d.dtype}[{SHAPE}]"
+    return f"func f(x: {t}, y: {t}) -> {t}"
+
+
 @st.composite
-def programs(draw: st.DrawFn) -> str:
-    """A random program over x, y: f32[N, 4] of exactly defined ops."""
+def programs(draw: st.DrawFn, d: Dialect) -> str:
+    """A random program over x, y of exactly defined ops of ``d``."""
     terms = ["x", "y"]
-    lit = st.sampled_from(LITERALS)
+    lit = st.sampled_from(d.literals)
     for _ in range(draw(st.integers(1, 6))):
         a, b = draw(st.sampled_from(terms)), draw(st.sampled_from(terms))
         kind = draw(st.sampled_from(["unary", "binary", "literal", "clamp", "select",
                                      "reduce", "layout"]))
         if kind == "unary":
-            terms.append(f"{draw(st.sampled_from(UNARY))}({a})")
+            terms.append(f"{draw(st.sampled_from(d.unary))}({a})")
         elif kind == "binary":
             terms.append(f"{draw(st.sampled_from(BINARY))}({a}, {b})")
         elif kind == "literal":
@@ -77,19 +91,27 @@ def programs(draw: st.DrawFn) -> str:
             terms.append(f"broadcast({red}({a}, axes=[1]), shape=[{SHAPE}], dims=[0])")
         else:
             terms.append(f"transpose(transpose({a}, perm=[1, 0]), perm=[1, 0])")
-    return f"func f(x: f32[{SHAPE}], y: f32[{SHAPE}]) -> f32[{SHAPE}] {{ return {terms[-1]} }}"
+    return f"{_header(d)} {{ return {terms[-1]} }}"
 
 
 def _func(text: str) -> Func:
     return load_program(Source("random.tcp", text)).funcs[0]
 
 
-def _inputs(seed: int, finite: bool) -> list[np.ndarray]:
+def _inputs(seed: int, finite: bool, dtype: DType = DType.F32) -> list[np.ndarray]:
+    """Two arrays of 9x4 mixing ordinary values with the verifier's pools: every edge case for
+    the exact legs, the finite values of moderate size the approx contract speaks of for the
+    approx leg (reassociating x * y * 2 may overflow near the largest float: approx allows it)."""
     rng = np.random.default_rng(seed)
-    pool = np.array(FINITE if finite else SPECIAL, dtype=np.float32)
+    pool = np.array(finite_values(dtype) if finite else special_values(dtype))
+    pool = pool.astype(dtype.np_dtype)
     out = []
     for _ in range(2):
-        a = (rng.standard_normal((9, 4)) * 10.0 ** rng.uniform(-3, 3, (9, 4))).astype(np.float32)
+        if dtype.is_float:
+            a = rng.standard_normal((9, 4)) * 10.0 ** rng.uniform(-3, 3, (9, 4))
+        else:
+            a = rng.integers(-1000, 1000, (9, 4))
+        a = a.astype(dtype.np_dtype)
         mask = rng.random(a.shape) < 0.5
         a[mask] = pool[rng.integers(len(pool), size=int(mask.sum()))]
         out.append(a)
@@ -113,33 +135,46 @@ def _optimized(f: Func, allow: tuple[str, ...]) -> Func:
 EXAMPLES = int(os.environ.get("TCPR_FUZZ_EXAMPLES", "30"))
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
-@given(text=programs(), seed=st.integers(0, 2**16))
-@example(text="func f(x: f32[N, 4], y: f32[N, 4]) -> f32[N, 4] { return clamp(y, min=inf) }",
-         seed=0)
-@example(text="func f(x: f32[N, 4], y: f32[N, 4]) -> f32[N, 4] { return max(y, inf) }", seed=1)
-@example(text="func f(x: f32[N, 4], y: f32[N, 4]) -> f32[N, 4] { return clamp(x, max=-inf) }",
-         seed=2)
-def test_engines_and_optimizer_agree_on_specials(text: str, seed: int) -> None:
+def _check(text: str, seed: int, dtype: DType) -> None:
     f = _func(text)
-    ins = _inputs(seed, finite=False)
+    ins = _inputs(seed, False, dtype)
     want = evaluate(f, ins)
     _same_bits(run_func(f, ins, "compiled"), want, "compiled, unoptimized", text)
     exact = _optimized(f, ("exact",))
     _same_bits(run_func(exact, ins, "compiled"), want, "compiled, optimized --allow exact",
                f"{text}\noptimized: {print_func(exact)}")
     default = _optimized(f, ("exact", "approx"))
-    finite = _inputs(seed + 1, finite=True)
-    found = compare(f, default, finite, "approx")
+    found = compare(f, default, _inputs(seed + 1, True, dtype), "approx")
     assert found is None, f"optimized (default classes): {found[1]}\n{text}\n" \
                           f"optimized: {print_func(default)}"
+
+
+F32 = DIALECTS["f32"]
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=programs(F32), seed=st.integers(0, 2**16))
+@example(text=f"{_header(F32)} {{ return clamp(y, min=inf) }}", seed=0)
+@example(text=f"{_header(F32)} {{ return max(y, inf) }}", seed=1)
+@example(text=f"{_header(F32)} {{ return clamp(x, max=-inf) }}", seed=2)
+# found by this test: a fused kernel merged the literals 0.0 and -0.0 (0.0 == -0.0 in Python)
+@example(text=f"{_header(F32)} {{ return sub(-0.0, add(0.0, x)) }}", seed=6)
+def test_engines_and_optimizer_agree_on_specials(text: str, seed: int) -> None:
+    _check(text, seed, DType.F32)
+
+
+@settings(max_examples=max(EXAMPLES // 2, 10), deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(text=programs(DIALECTS["i32"]), seed=st.integers(0, 2**16))
+def test_engines_and_optimizer_agree_on_integer_extremes(text: str, seed: int) -> None:
+    _check(text, seed, DType.I32)
 
 
 @pytest.mark.parametrize("body", ["clamp(y, min=inf)", "max(y, inf)", "clamp(y, max=-inf)"])
 def test_the_fuzzing_finds_compiled_optimized(body: str) -> None:
     """The regression programs of the clamp/inf miscompilation, compiled after optimization
     under the default classes, give the reference's answers on every input."""
-    f = _func(f"func f(x: f32[{SHAPE}], y: f32[{SHAPE}]) -> f32[{SHAPE}] {{ return {body} }}")
+    f = _func(f"{_header(F32)} {{ return {body} }}")
     ins = _inputs(7, finite=False)
     _same_bits(run_func(_optimized(f, ("exact", "approx")), ins, "compiled"), evaluate(f, ins),
                "compiled, optimized", body)

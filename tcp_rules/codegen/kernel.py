@@ -20,8 +20,9 @@ A kernel's canonical text (:func:`kernel_text`) is its identity for caching.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tcp_rules.types import DType
@@ -91,7 +92,17 @@ class Node:
 
 @dataclass(frozen=True)
 class Const(Node):
-    value: float | int | bool
+    """A constant. Nodes key dicts (names, emitted values), so a constant compares by its bits:
+    0.0 == -0.0 in Python, and merging them gave add(0.0, x) the -0.0 of a sibling literal."""
+
+    value: float | int | bool = field(compare=False)
+    bits: tuple[str, int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        v = self.value
+        key = (struct.unpack("<q", struct.pack("<d", v))[0] if isinstance(v, float)
+               else int(v))
+        object.__setattr__(self, "bits", (type(v).__name__, key))
 
 
 @dataclass(frozen=True)
