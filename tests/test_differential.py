@@ -35,7 +35,10 @@ from tcp_rules.verify.translation import compare
 from tcp_rules.verify.values import finite_values, special_values
 
 STDLIB = load_standard_library().rules
-LIMITS = Limits(iterations=16, nodes=20000, seconds=30)  # the clamp chain needs ~12
+# The clamp chain needs ~12 iterations and stays under 50 e-nodes.
+LIMITS = Limits(iterations=16, nodes=3000, seconds=10)
+
+
 @dataclass(frozen=True)
 class Dialect:
     """The ops, literals and input values of random programs of one dtype."""
