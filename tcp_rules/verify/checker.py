@@ -20,7 +20,7 @@ from hypothesis.extra import numpy as hnp
 
 from tcp_rules.ir import Apply
 from tcp_rules.rules.instances import Enumerator, Instance
-from tcp_rules.rules.model import Guard, Pattern, Rule
+from tcp_rules.rules.model import Guard, Pattern, POp, Rule
 from tcp_rules.rules.semantics import splat_value
 from tcp_rules.rules.sorting import body_vars
 from tcp_rules.types import ALL_DTYPES, DType
@@ -40,6 +40,7 @@ from tcp_rules.verify.values import (
     finite_values,
     impose,
     special_values,
+    twin,
 )
 
 LEVEL = {"exact": 0, "approx": 1, "assumes": 1, "unsound": 2}
@@ -123,8 +124,8 @@ class Search:
     def sizes(self, inst: Instance, frm: Pattern, to: Pattern, large: bool) -> dict[str, int]:
         """Small sizes; with ``large``, one reduced symbol (if any) from a large range."""
         p = self.profile
-        sizes = {s: 0 if self.rng.random() < p.zero_size else int(self.rng.choice(p.sizes))
-                 for s in symbols_of(inst)}
+        sizes = {s: 0 if self.rng.random() < p.zero_size else
+                 p.sizes[int(self.rng.integers(len(p.sizes)))] for s in symbols_of(inst)}
         pick = self.reduced_symbols(inst, frm, to)
         if large and pick:
             lo, hi = p.large_sizes[int(self.rng.integers(len(p.large_sizes)))]
@@ -132,8 +133,10 @@ class Search:
         return sizes
 
     def reduced_symbols(self, inst: Instance, frm: Pattern, to: Pattern) -> list[str]:
-        """The symbols of ``inst`` that size an axis the left side reduces over (summed by a
+        """The symbols of ``inst`` that size an axis either side reduces over (summed by a
         reduction or a matmul), found once by building it with a distinct prime per symbol."""
+        if not (_reduces(frm) or _reduces(to)):
+            return []
         if id(inst) not in self._reduced:
             symbols = symbols_of(inst)
             probe = dict(zip(symbols, (11, 13, 17, 19, 23, 29, 31, 37, 41, 43), strict=False))
@@ -172,13 +175,14 @@ class Search:
             for k in range(self.profile.examples if sample else 0):
                 inst = sample[k % len(sample)]
                 palette = Palette.draw(self.rng, finite)
-                consts = {n: draw_scalar(v.type.dtype, self.rng, finite)
+                consts = {n: draw_scalar(v.type.dtype, self.rng, finite, palette)
                           for n, v in inst.env.tensors.items() if splat_value(v) is not None}
                 sizes, setup = self.setup(inst, frm, to, consts)
                 if setup is None:
                     continue
                 inputs = {p.param: draw_array(p.type.shape or (), p.type.dtype, self.rng,
                                               palette) for p in setup.params}
+                twin(inputs, self.rng)
                 if pre and not impose(pre, inputs, self.rng):
                     continue
                 case = make_case(self.rule, label, mode, inst, setup, sizes, inputs)
@@ -188,6 +192,11 @@ class Search:
                 if case.mismatch is not None:
                     return shrink(case, inst, frm, to, self.rule.guards, pre, self.profile)
         return None
+
+
+def _reduces(p: Pattern) -> bool:
+    """Does the pattern sum anything (a reduction or a matmul)?"""
+    return isinstance(p, POp) and (p.op.name in REDUCING or any(_reduces(a) for a in p.args))
 
 
 def verify_rule(rule: Rule, profile: Profile = PROFILES["default"], seed: int = 0) -> Verdict:

@@ -4,7 +4,7 @@ favour them, and preconditions (assumes(...)) imposed on the drawn inputs."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,20 +45,28 @@ def finite_values(dtype: DType) -> list[float | int | bool]:
 
 
 def full_mantissa(dtype: DType, rng: np.random.Generator, n: int) -> np.ndarray:
-    """``n`` values with every significant bit random: floats of any magnitude from 1e-3 to
-    1e3, integers anywhere in the dtype's range. Simple values (0, 1, 0.5, powers of two)
-    hide rounding: x * 3 / 3 is x for all of them, and so is an i32's trip through f32."""
+    """``n`` values with every significant bit random: floats of either sign and any magnitude
+    from 1e-7 to 1e4 (small ones test relative error near zero), integers anywhere in the
+    dtype's range. Simple values (0, 1, 0.5, powers of two) hide rounding: x * 3 / 3 is x for
+    all of them, and so is an i32's trip through f32."""
     if dtype is DType.I1:
         return rng.random(n) < 0.5
     if dtype.is_int:
         info = np.iinfo(dtype.np_dtype)
         return rng.integers(int(info.min), int(info.max), size=n, endpoint=True,
                             dtype=dtype.np_dtype)
-    return np.asarray(_ordinary(dtype, rng, (n,)), dtype=dtype.np_dtype)
+    mantissa = rng.uniform(1.0, 2.0, size=n) * rng.choice([-1.0, 1.0], size=n)
+    return (mantissa * 10.0 ** rng.uniform(-7, 4, size=n)).astype(dtype.np_dtype)
 
 
-def draw_scalar(dtype: DType, rng: np.random.Generator, finite: bool) -> float | int | bool:
-    """One value: an edge case half of the time, else an ordinary random one."""
+def draw_scalar(dtype: DType, rng: np.random.Generator, finite: bool,
+                palette: Palette | None = None) -> float | int | bool:
+    """One value: from ``palette`` (if given) a third of the time, so that a splat constant
+    meets the same values as the arrays (max(x, 0.0) with x = -0.0); else an edge case half of
+    the time, else an ordinary random one."""
+    if palette is not None and rng.random() < 1 / 3:
+        pool_values = palette.values[dtype]
+        return pool_values[int(rng.integers(len(pool_values)))].item()
     pool = finite_values(dtype) if finite else special_values(dtype)
     if rng.random() < 0.5:
         return pool[int(rng.integers(len(pool)))]
@@ -83,35 +91,51 @@ class Palette:
     Drawing every array of a case from one small palette makes coincidences common: the same
     value in two operands (x - y with x == y), 0.0 against -0.0, inf against inf. Every palette
     also holds a value with a full mantissa (see full_mantissa), so that coincidences and
-    repeats are not only of simple values.
+    repeats are not only of simple values. ``values`` is drawn per dtype when first asked for
+    (a case uses one or two of them), from a seed of its own: the same whatever the order.
     """
 
-    values: dict[DType, np.ndarray]
+    values: Mapping[DType, np.ndarray]
     p_special: float
 
     @staticmethod
     def draw(rng: np.random.Generator, finite: bool) -> Palette:
-        values = {}
-        for dtype in DType:
-            pool = finite_values(dtype) if finite else special_values(dtype)
-            weights = 1.0 / (np.arange(len(pool)) + 3.0)  # the simplest values most often
-            if dtype is not DType.I1 and rng.random() < 0.5:  # a mirror: {0.0, -0.0}, {1, -1}
-                near = weights[:4] / weights[:4].sum()
-                picks = [pool[int(rng.choice(len(near), p=near))]]
-                picks.append(-picks[0])
-            else:
-                size = min(int(rng.choice([1, 2, 3], p=[0.3, 0.4, 0.3])), len(pool))
-                picks = [pool[i] for i in rng.choice(len(pool), size=size, replace=False,
-                                                     p=weights / weights.sum())]
-                if dtype is not DType.I1 and rng.random() < 0.5:  # x with -x
-                    picks += [-v for v in picks]
-            with np.errstate(all="ignore"):  # -MIN wraps to MIN, as the ops do
-                full = full_mantissa(dtype, rng, 1)
-                if dtype is not DType.I1 and rng.random() < 0.5:
-                    full = np.concatenate([full, -full])
-                values[dtype] = np.concatenate([np.array(picks).astype(dtype.np_dtype), full,
-                                                _extreme(dtype, rng, finite)])
-        return Palette(values, float(rng.uniform(0.5, 1.0)))
+        return Palette(_PaletteValues(int(rng.integers(1 << 62)), finite),
+                       float(rng.uniform(0.5, 1.0)))
+
+
+class _PaletteValues(dict[DType, np.ndarray]):
+    def __init__(self, seed: int, finite: bool):
+        super().__init__()
+        self.seed, self.finite = seed, finite
+
+    def __missing__(self, dtype: DType) -> np.ndarray:
+        rng = np.random.default_rng([self.seed, list(DType).index(dtype)])
+        self[dtype] = values = _palette_values(dtype, rng, self.finite)
+        return values
+
+
+def _palette_values(dtype: DType, rng: np.random.Generator, finite: bool) -> np.ndarray:
+    pool = finite_values(dtype) if finite else special_values(dtype)
+    weights = 1.0 / (np.arange(len(pool)) + 3.0)  # the simplest values most often
+    if dtype is not DType.I1 and rng.random() < 0.5:  # a mirror: {0.0, -0.0}, {1, -1}
+        near = np.array([3.0, 1.0, 1.0, 1.0]) / 6.0  # half of them signed zeros
+        picks = [pool[int(rng.choice(len(near), p=near))]]
+        picks.append(-picks[0])
+    else:
+        size = min(int(rng.choice([1, 2, 3], p=[0.3, 0.4, 0.3])), len(pool))
+        picks = [pool[i] for i in rng.choice(len(pool), size=size, replace=False,
+                                             p=weights / weights.sum())]
+        if dtype is not DType.I1 and rng.random() < 0.5:  # x with -x
+            picks += [-v for v in picks]
+    with np.errstate(all="ignore"):  # -MIN wraps to MIN, as the ops do
+        full = full_mantissa(dtype, rng, 1)
+        if dtype is not DType.I1 and rng.random() < 0.5:
+            full = np.concatenate([full, -full])
+        # The picks three times over: the added values should not dilute the picks'
+        # coincidences (max(0.0, -0.0) is caught by a {0.0, -0.0} palette, not by others).
+        return np.concatenate([np.tile(np.array(picks).astype(dtype.np_dtype), 3), full,
+                               _extreme(dtype, rng, finite)])
 
 
 def _extreme(dtype: DType, rng: np.random.Generator, finite: bool) -> np.ndarray:
@@ -138,6 +162,20 @@ def draw_array(shape: Sequence[int], dtype: DType, rng: np.random.Generator,
     if mask.any():
         arr[mask] = pool[rng.integers(len(pool), size=int(mask.sum()))]
     return arr
+
+
+def twin(arrays: dict[str, np.ndarray], rng: np.random.Generator, p: float = 0.25) -> None:
+    """With probability ``p``, make one input the copy or the negation of another of its type:
+    x - y with y == x, max(x, y) with y == -x meet 0.0 against -0.0 in every element."""
+    names = list(arrays)
+    pairs = [(a, b) for a in names for b in names if a != b
+             and arrays[a].shape == arrays[b].shape and arrays[a].dtype == arrays[b].dtype
+             and arrays[a].dtype != np.bool_]
+    if not pairs or rng.random() >= p:
+        return
+    a, b = pairs[int(rng.integers(len(pairs)))]
+    with np.errstate(all="ignore"):  # -MIN wraps to MIN, as the ops do
+        arrays[b] = -arrays[a] if rng.random() < 0.5 else arrays[a].copy()
 
 
 def precondition_mask(g: Guard, arrays: dict[str, np.ndarray]) -> tuple[str, np.ndarray]:
