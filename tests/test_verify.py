@@ -19,7 +19,7 @@ from tcp_rules.verify import PROFILES, verify_rule, verify_rules
 from tcp_rules.verify.cases import approx_mismatch
 from tcp_rules.verify.checker import Search
 from tcp_rules.verify.report import format_verdict, report_json
-from tcp_rules.verify.values import Palette
+from tcp_rules.verify.values import Palette, twin
 
 pytest_plugins = ["pytester"]
 
@@ -83,6 +83,26 @@ def test_every_palette_holds_a_full_mantissa_value() -> None:
                 assert ((mantissa * 2 ** 13) % 1 != 0).any(), vals
             big = np.abs(palette.values[DType.I32].astype(np.int64))
             assert (big > 1 << 24).any() or (big % 2 == 1).any(), big
+
+
+def test_twin_inputs_copy_or_negate() -> None:
+    rng = np.random.default_rng(0)
+    kinds = set()
+    for _ in range(20):
+        arrays = {"x": np.array([0.0, 1.5, -2.0]), "y": np.array([3.0, 4.0, 5.0]),
+                  "n": np.array([1, 2], dtype=np.int32)}
+        twin(arrays, rng, p=1.0)
+        scalars = {"a": np.array(1.0, F32), "b": np.array(2.0, F32)}
+        twin(scalars, rng, p=1.0)
+        assert all(isinstance(v, np.ndarray) and v.dtype == F32 for v in scalars.values())
+        x, y = arrays["x"], arrays["y"]
+        copied = [(a, b) for a, b in ((x, y), (y, x)) if np.array_equal(np.signbit(a),
+                                                                         np.signbit(b))]
+        kinds.add("copy" if copied else "negation")
+        assert np.array_equal(np.abs(x), np.abs(y))
+        assert np.array_equal(np.signbit(x), np.signbit(y)) or np.array_equal(
+            np.signbit(x), ~np.signbit(y))
+    assert kinds == {"copy", "negation"}
 
 
 def test_large_sizes_land_on_the_reduced_axis() -> None:

@@ -175,7 +175,8 @@ def twin(arrays: dict[str, np.ndarray], rng: np.random.Generator, p: float = 0.2
         return
     a, b = pairs[int(rng.integers(len(pairs)))]
     with np.errstate(all="ignore"):  # -MIN wraps to MIN, as the ops do
-        arrays[b] = -arrays[a] if rng.random() < 0.5 else arrays[a].copy()
+        # np.array: the negation of a 0-d array is a NumPy scalar, which impose cannot assign to
+        arrays[b] = np.array(-arrays[a] if rng.random() < 0.5 else arrays[a])
 
 
 def precondition_mask(g: Guard, arrays: dict[str, np.ndarray]) -> tuple[str, np.ndarray]:
