@@ -25,12 +25,13 @@ from tcp_rules.build import make_apply
 from tcp_rules.diagnostics import DiagnosticBag
 from tcp_rules.egraph.saturate import load, step
 from tcp_rules.elaborate import elaborate_term
-from tcp_rules.extract.snapshot import ENode, Snapshot, scalar_value, snapshot
+from tcp_rules.extract.decode import node_attrs
+from tcp_rules.extract.snapshot import Snapshot, snapshot
 from tcp_rules.inputs import random_inputs
 from tcp_rules.ir import Apply, Func, Param, Value
-from tcp_rules.ops import AttrKind, ShapeError
+from tcp_rules.ops import ShapeError
 from tcp_rules.rules.library import load_standard_library
-from tcp_rules.rules.model import Example, Rule
+from tcp_rules.rules.model import AFn, Example, Guard, Rule, TRef
 from tcp_rules.rules.semantics import same_value
 from tcp_rules.sorts import Sort
 from tcp_rules.verify.cases import Setup, judge
@@ -44,21 +45,6 @@ PALETTE_TRIALS = 6
 
 class IllTyped(Exception):
     """A term in the e-graph that the op table refuses."""
-
-
-def _attrs(node: ENode, operands: list[Value]) -> dict[str, object]:
-    """The node's attributes as make_apply takes them (scalars decoded for their dtype)."""
-    assert node.op is not None
-    out: dict[str, object] = {}
-    for spec, (name, value) in zip(node.op.attrs, node.attrs, strict=True):
-        if spec.kind is AttrKind.SCALAR:
-            dtype = dict(node.attrs)["dtype"] if node.op.name == "splat" else \
-                operands[0].type.dtype
-            value = scalar_value(value, dtype)
-            if value is None:
-                continue
-        out[name] = value
-    return out
 
 
 def terms(snap: Snapshot, cid: int, params: dict[str, Param], depth: int) -> Iterator[Value]:
@@ -75,7 +61,7 @@ def terms(snap: Snapshot, cid: int, params: dict[str, Param], depth: int) -> Ite
                 for k in node.children]
         for operands in itertools.islice(itertools.product(*kids), MAX_TERMS):
             try:
-                yield make_apply(node.op, list(operands), _attrs(node, list(operands)))
+                yield make_apply(node.op, list(operands), node_attrs(node, list(operands)))
             except ShapeError as e:
                 if any(o.sort is Sort.BODY for o in operands):
                     continue  # a constant's class holds both sorts (sorts.py); not a term
@@ -105,20 +91,16 @@ def _inputs(rule: Rule, func: Func, seed: int) -> list[dict[str, np.ndarray]]:
     return out
 
 
-def _names(g: object) -> set[str]:
-    found: set[str] = set()
-    stack = [g]
-    while stack:
-        x = stack.pop()
-        if hasattr(x, "name") and type(x).__name__ == "TRef":
-            found.add(x.name)  # type: ignore[attr-defined]
-        for attr in ("lhs", "rhs", "args"):
-            sub = getattr(x, attr, None)
-            if isinstance(sub, tuple):
-                stack.extend(sub)
-            elif sub is not None:
-                stack.append(sub)
-    return found
+def _names(e: object) -> set[str]:
+    """The tensor variables a precondition mentions."""
+    match e:
+        case TRef(name=n):
+            return {n}
+        case Guard(lhs=lhs, rhs=rhs):
+            return _names(lhs) | _names(rhs)
+        case AFn(args=args):
+            return set().union(*(_names(a) for a in args))
+    return set()
 
 
 def _elaborate(rule: Rule, ex: Example) -> tuple[dict[str, Param], Value, Value]:

@@ -17,7 +17,9 @@ class DecodeError(Exception):
     pass
 
 
-def _attrs(node: ENode, operands: list[Value]) -> dict[str, Any]:
+def node_attrs(node: ENode, operands: list[Value]) -> dict[str, Any]:
+    """An e-node's attributes as make_apply takes them: scalars decoded for their dtype, an
+    absent clamp bound left out."""
     assert node.op is not None
     out = {}
     for spec, (name, value) in zip(node.op.attrs, node.attrs, strict=True):
@@ -56,7 +58,7 @@ def decode(snap: Snapshot, choice: dict[int, ENode], original: Func) -> Func:
             continue
         operands = [built[k] for k in node.children]
         try:
-            v = make_apply(node.op, operands, _attrs(node, operands))
+            v = make_apply(node.op, operands, node_attrs(node, operands))
         except ShapeError as e:
             raise DecodeError(f"extracted {node.op.name} does not type-check: {e.message}") \
                 from None
