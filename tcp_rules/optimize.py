@@ -99,8 +99,10 @@ def _culprit(func: Func, rules: Sequence[Rule], done: int) -> Rule | None:
 
 
 def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
-                  progress: Callable[[dict[str, Any]], None] | None = None) -> OptResult:
-    """Optimize in this process; ``progress`` receives each iteration's stats and program."""
+                  progress: Callable[[dict[str, Any]], None] | None = None,
+                  on_stats: Callable[[dict[str, Any]], None] | None = None) -> OptResult:
+    """Optimize in this process; ``progress`` receives each iteration's stats and program (a
+    fallback extraction now and then), ``on_stats`` only the stats."""
     start = time.perf_counter()
     report = RunReport(extractor=options.extractor)
     report.cost_before = report.cost_after = program_cost(func, options.cost)
@@ -116,6 +118,8 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
                                   "eclasses": it.eclasses, "seconds": round(it.seconds, 6)})
         for k, v in it.matches.items():
             report.matches[k] = report.matches.get(k, 0) + v
+        if on_stats is not None:
+            on_stats(report.iterations[-1])
         if progress is None:
             return
         message: dict[str, Any] = {"iteration": report.iterations[-1],
@@ -175,7 +179,7 @@ def optimize(func: Func, rules: Sequence[Rule], options: OptOptions = OptOptions
     them (index, phase, enodes, eclasses, seconds), e.g. for a progress line.
     """
     if not options.isolate:
-        return run_optimizer(func, rules, options)
+        return run_optimizer(func, rules, options, on_stats=on_iteration)
     start = time.perf_counter()
     # fork, not spawn: rules and programs hold op-table callables that do not pickle, and a
     # spawned child would spend the time limit re-importing. The child only runs egglog and this

@@ -86,35 +86,35 @@ def restore_spans(optimized: Func, original: Func) -> Func:
     operands, seeing through load and kernel) takes that op's span; another one takes the span
     of the op that uses it, and a result the span of the original's result in its place.
     """
-    keys: dict[int, object] = {}
+    keys: dict[int, int] = {}  # value -> the number of what it computes
+    interned: dict[object, int] = {}  # flat keys: a nested one would hash its whole subterm
 
-    def key(v: Value) -> object:
-        if id(v) not in keys:
-            if isinstance(v, Apply):
-                if v.op.name in TRANSPARENT:
-                    keys[id(v)] = key(v.operands[0])
-                else:
-                    keys[id(v)] = (v.op.name, repr(v.attrs), tuple(key(o) for o in v.operands))
-            else:
-                keys[id(v)] = ("param", getattr(v, "param", id(v)))
-        return keys[id(v)]
+    def key(v: Value) -> int:  # values() is topological: operands are keyed first
+        if isinstance(v, Apply) and v.op.name in TRANSPARENT:
+            return keys[id(v.operands[0])]
+        k = ((v.op.name, repr(v.attrs), tuple(keys[id(o)] for o in v.operands))
+             if isinstance(v, Apply) else ("param", getattr(v, "param", id(v))))
+        return interned.setdefault(k, len(interned))
 
-    spans: dict[object, Span | None] = {}
-    for v in original.values():
+    before, after = original.values(), optimized.values()
+    for v in (*before, *after):
+        keys[id(v)] = key(v)
+    spans: dict[int, Span | None] = {}
+    for v in before:
         if isinstance(v, Apply) and v.span is not None:
-            spans.setdefault(key(v), v.span)
+            spans.setdefault(keys[id(v)], v.span)
     chosen: dict[int, Span | None] = {}
     for r, o in zip(optimized.results, original.results, strict=False):
-        chosen.setdefault(id(r), spans.get(key(r)) or o.span or original.span)
-    for v in reversed(optimized.values()):  # users before operands
+        chosen.setdefault(id(r), spans.get(keys[id(r)]) or o.span or original.span)
+    for v in reversed(after):  # users before operands
         if not isinstance(v, Apply):
             continue
-        own = spans.get(key(v)) or chosen.get(id(v)) or original.span
+        own = spans.get(keys[id(v)]) or chosen.get(id(v)) or original.span
         chosen[id(v)] = own
         for o in v.operands:
             chosen.setdefault(id(o), own)
     new: dict[int, Value] = {}
-    for v in optimized.values():
+    for v in after:
         if isinstance(v, Apply):
             new[id(v)] = Apply(v.type, op=v.op, operands=tuple(new[id(o)] for o in v.operands),
                                attrs=v.attrs, span=chosen[id(v)], name=v.name, sort=v.sort)
