@@ -206,11 +206,6 @@ def has_feature(name: str) -> bool:
     return target().has(name)
 
 
-def target_machine() -> llvm.TargetMachine:
-    """A fresh JIT target machine for the current target (an engine takes ownership of it)."""
-    return target().machine(jit=True)
-
-
 @cache
 def fingerprint() -> str:
     """Hash of everything that decides the machine code besides the kernel itself."""
@@ -352,16 +347,16 @@ def load(key: str, symbols: list[str], build_ir: Callable[[], str],
          use_disk: bool = True, vectorize: bool = True) -> dict[str, int]:
     """Addresses of ``symbols``, compiling ``build_ir()`` only if no cache level has them."""
     global _engine
-    why = target().runs_here()
-    if why is not None:
-        raise TargetError(f"cannot run compiled code here: {why} (TCPR_TARGET is "
-                          f"{os.environ.get('TCPR_TARGET', 'unset')})")
     with _lock:
         if _engine is None:
             _engine = _Engine()
-        if all(s in _engine.loaded for s in symbols):
-            STATS.memory_hits += 1
+        if all(s in _engine.loaded for s in symbols):  # checked when loaded (symbols name
+            STATS.memory_hits += 1                       # their target: see cache_key)
             return {s: _engine.loaded[s] for s in symbols}
+        why = target().runs_here()
+        if why is not None:
+            raise TargetError(f"cannot run compiled code here: {why} (TCPR_TARGET is "
+                              f"{os.environ.get('TCPR_TARGET', 'unset')})")
         t0 = time.perf_counter()
         obj = read_entry(key) if use_disk else None
         if obj is not None:

@@ -62,20 +62,15 @@ def resolve_import(name: str, importer: Path) -> Path | None:
     if Path(name).is_absolute() or name.startswith("~"):
         raise ImportRefused(f"import '{name}': imports are relative to the importing file's "
                             f"folder or name a standard library file, never absolute paths")
-    std = rules_dir()
-    for base, candidate in ((importer.parent, importer.parent / name), (std, std / name),
-                            (std, std / f"{name}.tcpr")):
-        # resolved on both sides: the standard library itself is reached through a symlink
-        # (tcp_rules/data/rules), which is fine as long as the file stays in its folder
-        if not candidate.resolve().is_relative_to(base.resolve()):
-            if base is std:
-                continue  # a name that is no standard library file; the next one may be
-            raise ImportRefused(f"import '{name}' leads outside the folder of {importer.name} "
-                                f"(through '..' or a symlink); imports stay in that folder or "
-                                f"name a standard library file")
-        if candidate.is_file():
-            return candidate
-    return None
+    folder = importer.parent
+    candidate = folder / name
+    # resolved on both sides: the importer may itself sit behind a symlink (the standard
+    # library is reached through tcp_rules/data/rules), which is fine inside its folder
+    if not candidate.resolve().is_relative_to(folder.resolve()):
+        raise ImportRefused(f"import '{name}' leads outside the folder of {importer.name} "
+                            f"(through '..' or a symlink); imports stay in that folder or "
+                            f"name a standard library file")
+    return candidate if candidate.is_file() else standard_rule_file(name)
 
 
 class ImportRefused(Exception):
