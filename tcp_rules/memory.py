@@ -92,9 +92,9 @@ def check_run(func: Func, env: Mapping[str, int], engine: str) -> None:
                   if isinstance(v, Apply) and v.op.name not in IDENTITIES
                   for t in [concretize(v.type, env, v.span)]]
     else:
-        from tcp_rules.codegen.lower import lower_func  # llvmlite only for the compiled engine
+        from tcp_rules.codegen.runtime import plan_of  # llvmlite only for the compiled engine
 
-        plan = lower_func(func)
+        plan = plan_of(func)  # lowered once: run_compiled reuses it
         made_by = {st.buffers[-1]: st.value for st in plan.steps}
         for i, b in enumerate(plan.buffers):
             if b.kind in ("result", "temp"):

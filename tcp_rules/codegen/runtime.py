@@ -317,6 +317,15 @@ def compile_kernel_func(func: Func, kernel: Kernel | MatmulKernel, *, threads: i
 
 
 _compiled: weakref.WeakKeyDictionary[Func, CompiledFunc] = weakref.WeakKeyDictionary()
+_plans: weakref.WeakKeyDictionary[Func, Plan] = weakref.WeakKeyDictionary()
+
+
+def plan_of(func: Func) -> Plan:
+    """The plan ``func`` lowers to, lowered once per func (run_compiled, memory checks)."""
+    plan = _plans.get(func)
+    if plan is None:
+        plan = _plans[func] = lower_func(func)
+    return plan
 
 
 def run_compiled(func: Func, inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
@@ -327,7 +336,7 @@ def run_compiled(func: Func, inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, 
     """
     cf = _compiled.get(func)
     if cf is None:
-        cf = _compiled[func] = compile_func(func)
+        cf = _compiled[func] = CompiledFunc(func, plan_of(func))
     return cf(*inputs)
 
 
