@@ -26,7 +26,7 @@ from tcp_rules.interpret import bind_symbols
 from tcp_rules.ir import Func
 from tcp_rules.kernels import KernelInfo, kernel_infos
 from tcp_rules.ops import OPS
-from tcp_rules.optimize import OptOptions, OptResult
+from tcp_rules.optimize import OptOptions
 from tcp_rules.pipeline import (
     ENGINES,
     OPT_STAGES,
@@ -234,7 +234,7 @@ def cmd_opt(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"funcs": [{"name": r.original.name, "program": print_func(r.func),
                                      "report": r.report.to_json(),
-                                     "validation": _validation_json(r),
+                                     "validation": r.validation and r.validation.to_json(),
                                      "kernels": [k.to_json() for k in ks]}
                                     for r, ks in zip(results, kernels, strict=True)]},
                          indent=2))
@@ -251,14 +251,6 @@ def cmd_opt(args: argparse.Namespace) -> int:
             lines.append(f"  {k.name}: {', '.join(k.ops)} (estimated {est}{meas})")
         print("\n".join(f"# {line}" for line in lines))
     return 0
-
-
-def _validation_json(r: OptResult) -> dict[str, object] | None:
-    v = r.validation
-    if v is None:
-        return None
-    return {"ok": v.ok, "mode": v.mode, "cases": v.cases,
-            "fired": [{"rule": n, "class": c} for n, c in v.fired], "note": v.note}
 
 
 def _kernels(func: Func, options: OptOptions, args: argparse.Namespace) -> list[KernelInfo]:

@@ -48,6 +48,11 @@ class Validation:
     def ok(self) -> bool:
         return self.mismatch is None
 
+    def to_json(self) -> dict[str, object]:
+        """The validation in ``tcpr opt --json`` (a refused program is an error instead)."""
+        return {"ok": self.ok, "mode": self.mode, "cases": self.cases,
+                "fired": [{"rule": n, "class": c} for n, c in self.fired], "note": self.note}
+
     def failing(self) -> list[np.ndarray]:
         """The inputs on which the programs differ, in parameter order."""
         return list(self.inputs.values())
