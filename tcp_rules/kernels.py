@@ -20,9 +20,8 @@ from tcp_rules.codegen.plan import Plan, Step
 from tcp_rules.extract.cost import CostModel
 from tcp_rules.extract.decode import kernel_costs
 from tcp_rules.ir import Apply, Func, Value
+from tcp_rules.ops import IDENTITY_OPS
 from tcp_rules.sorts import Sort
-
-BOUNDARY_OPS = ("load", "kernel")
 
 
 @dataclass
@@ -63,7 +62,7 @@ def _ops(step: Step, own: set[Value]) -> list[str]:
             return
         for o in v.operands:
             walk(o)
-        if v.op.name not in BOUNDARY_OPS and v.op.category != "constant":
+        if v.op.name not in IDENTITY_OPS and v.op.category != "constant":
             out.append(v.op.name)
     walk(step.value)
     return out
@@ -103,7 +102,7 @@ def kernel_infos(func: Func, model: CostModel, inputs: Sequence[np.ndarray] | No
 
 def format_kernels(func: Func, infos: Sequence[KernelInfo]) -> str:
     """The kernels as text: a header per kernel, then its loop nest."""
-    n_ops = sum(1 for v in func.ops() if v.op.name not in BOUNDARY_OPS
+    n_ops = sum(1 for v in func.ops() if v.op.name not in IDENTITY_OPS
                 and v.op.category != "constant")
     lines = [f"# func {func.name}: {len(infos)} kernel(s) for {n_ops} op(s)"]
     for k in infos:

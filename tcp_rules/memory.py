@@ -16,6 +16,7 @@ from pathlib import Path
 from tcp_rules.diagnostics import Span, TcpError
 from tcp_rules.interpret import concretize
 from tcp_rules.ir import Apply, Func
+from tcp_rules.ops import IDENTITY_OPS
 from tcp_rules.types import TensorType
 
 
@@ -76,9 +77,6 @@ def require(needed: int, available: int, what: str, span: Span | None = None) ->
                           hint="run with smaller inputs or sizes", stage="run")
 
 
-IDENTITIES = ("load", "kernel")  # their reference returns its operand: no new array
-
-
 def check_run(func: Func, env: Mapping[str, int], engine: str) -> None:
     """Refuse to run ``func`` when its arrays cannot fit, symbols bound as in ``env``.
 
@@ -89,7 +87,7 @@ def check_run(func: Func, env: Mapping[str, int], engine: str) -> None:
     arrays: list[tuple[TensorType, Span | None, str]] = []  # type, where made, by what
     if engine == "reference":
         arrays = [(t, v.span, f"{v.op.name} makes {t}, which") for v in func.values()
-                  if isinstance(v, Apply) and v.op.name not in IDENTITIES
+                  if isinstance(v, Apply) and v.op.name not in IDENTITY_OPS  # no new array
                   for t in [concretize(v.type, env, v.span)]]
     else:
         from tcp_rules.codegen.runtime import plan_of  # llvmlite only for the compiled engine

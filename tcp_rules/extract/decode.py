@@ -9,7 +9,7 @@ from tcp_rules.diagnostics import Span
 from tcp_rules.extract.cost import CostModel, kernel_totals
 from tcp_rules.extract.snapshot import ENode, Snapshot, scalar_value
 from tcp_rules.ir import Apply, Func, Value
-from tcp_rules.ops import AttrKind, ShapeError
+from tcp_rules.ops import IDENTITY_OPS, AttrKind, ShapeError
 from tcp_rules.sorts import Sort
 
 
@@ -74,9 +74,6 @@ def decode(snap: Snapshot, choice: dict[int, ENode], original: Func) -> Func:
         original)
 
 
-TRANSPARENT = ("load", "kernel")  # identities the optimizer adds around what the user wrote
-
-
 def restore_spans(optimized: Func, original: Func) -> Func:
     """``optimized`` with every op positioned in the user's file, so that a run-time error
     (a slice past the end once symbols are bound, an array too large) points at what the user
@@ -90,7 +87,7 @@ def restore_spans(optimized: Func, original: Func) -> Func:
     interned: dict[object, int] = {}  # flat keys: a nested one would hash its whole subterm
 
     def key(v: Value) -> int:  # values() is topological: operands are keyed first
-        if isinstance(v, Apply) and v.op.name in TRANSPARENT:
+        if isinstance(v, Apply) and v.op.name in IDENTITY_OPS:  # added around the user's ops
             return keys[id(v.operands[0])]
         k = ((v.op.name, repr(v.attrs), tuple(keys[id(o)] for o in v.operands))
              if isinstance(v, Apply) else ("param", getattr(v, "param", id(v))))

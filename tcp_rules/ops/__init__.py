@@ -14,7 +14,7 @@ from tcp_rules.ops.core import (
     identity_value,
 )
 from tcp_rules.ops.elementwise import ELEMENTWISE_OPS
-from tcp_rules.ops.fusion import FUSION_OPS
+from tcp_rules.ops.fusion import FUSION_OPS, IDENTITY_OPS
 from tcp_rules.ops.linalg import LINALG_OPS
 from tcp_rules.ops.movement import MOVEMENT_OPS
 
@@ -27,5 +27,5 @@ def get_op(name: str) -> OpDef | None:
     return OPS.get(name)
 
 
-__all__ = ["OPS", "AttrKind", "AttrSpec", "Attrs", "CostFormula", "OpCost", "OpDef",
+__all__ = ["IDENTITY_OPS", "OPS", "AttrKind", "AttrSpec", "Attrs", "CostFormula", "OpCost", "OpDef",
            "ShapeError", "Traits", "get_op", "identity_value"]

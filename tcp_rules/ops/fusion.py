@@ -42,6 +42,10 @@ def broadcast_hoists(operand: Sequence[Dim], shape: Sequence[Dim], dims: Sequenc
     return all(a > max(kept, default=-1) for a in range(len(shape)) if a not in kept)
 
 
+# The ops that mean the identity on values (they only place memory traffic): the reference
+# returns their operand, and analyses of values see through them.
+IDENTITY_OPS = frozenset({"load", "kernel"})
+
 _MATMUL = next(op for op in LINALG_OPS if op.name == "matmul")
 
 FUSION_OPS: tuple[OpDef, ...] = (

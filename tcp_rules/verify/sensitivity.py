@@ -20,17 +20,17 @@ from collections.abc import Callable
 import numpy as np
 
 from tcp_rules.ir import Apply, Func, Param, Value
+from tcp_rules.ops import IDENTITY_OPS, OPS
 from tcp_rules.types import DType, TensorType
 
 Arr = np.ndarray
 
 # Ops that move or copy elements without rounding: bounds move with their elements.
-LAYOUT = frozenset({"broadcast", "transpose", "reshape", "slice", "concat", "gather", "load",
-                    "kernel"})
+LAYOUT = frozenset(n for n, op in OPS.items() if op.category == "movement") | IDENTITY_OPS
 # Ops that pick one of their operands' elements (or a rounding of one): the bound passes through.
 PASS = frozenset({"neg", "abs", "floor", "ceil", "round", "round_even", "clamp", "max", "min",
                   "reduce_max", "reduce_min"})
-COMPARE = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+COMPARE = frozenset(n for n, op in OPS.items() if op.category == "compare")
 
 
 def _unary(name: str, x: Arr, out: Arr, b: Arr) -> Arr | None:
