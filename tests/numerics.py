@@ -36,6 +36,7 @@ import numpy as np
 from tcp_rules.codegen.mathlib import ULP_BOUNDS
 from tcp_rules.interpret import _concrete_attrs, bind_symbols, evaluate
 from tcp_rules.ir import Apply, Func, Param
+from tcp_rules.ops import IDENTITY_OPS, OPS
 from tcp_rules.types import DType, TensorType
 
 # Derivative bounds of the math functions (|f'| over the reals) for the operand's error.
@@ -43,7 +44,7 @@ _LIPSCHITZ = {"tanh": 1.0, "sigmoid": 0.25, "erf": 2 / math.sqrt(math.pi), "atan
               "sin": 1.0, "cos": 1.0}
 REFERENCE_ULPS = 4.0
 _FN_ULPS = {f: max(b, REFERENCE_ULPS) for f, b in ULP_BOUNDS.items()}
-_MOVEMENT = ("broadcast", "transpose", "reshape", "slice", "concat", "gather", "load", "kernel")
+_MOVEMENT = frozenset(n for n, op in OPS.items() if op.category == "movement") | IDENTITY_OPS
 
 
 def unit_roundoff(dtype: np.dtype) -> float:
