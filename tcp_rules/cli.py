@@ -21,7 +21,14 @@ from tcp_rules.demo import run_demo
 from tcp_rules.diagnostics import Diagnostic, TcpError
 from tcp_rules.egraph.saturate import Limits, check_schedule, parse_schedule
 from tcp_rules.extract.cost import RooflineCost, with_sizes
-from tcp_rules.inputs import load_inputs, random_inputs, save_results
+from tcp_rules.frontends import render_imported
+from tcp_rules.inputs import (
+    load_inputs,
+    random_inputs,
+    save_arrays,
+    save_results,
+    write_atomically,
+)
 from tcp_rules.interpret import bind_symbols
 from tcp_rules.ir import Func
 from tcp_rules.kernels import KernelInfo, kernel_infos
@@ -34,7 +41,7 @@ from tcp_rules.pipeline import (
     EmitStop,
     Emitter,
     emit_kernels,
-    load_module_file,
+    load_program,
     optimize_func,
     run_func,
     select_func,
@@ -124,7 +131,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             if args.emit == "rules" or args.json:
                 raise TcpError.at(f"{path}: --emit rules and --json apply to rule files (.tcpr)")
             try:
-                module = load_module_file(path, Emitter(args.emit, write=bar.print))
+                module = load_program(path, Emitter(args.emit, write=bar.print),
+                                      _dims(args.dim)).module
             except TcpError as e:
                 bar.print(e.render(), file=sys.stderr)
                 failed = True
@@ -142,16 +150,46 @@ def _describe(name: str, a: np.ndarray) -> str:
     return f"{name}: {a.dtype}{list(a.shape)} = {body}"
 
 
+def _dims(items: Sequence[str]) -> dict[str, int | str]:
+    out: dict[str, int | str] = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if not name or not (value.isdigit() or value.isidentifier()):
+            raise TcpError.at(f"--dim expects NAME=SIZE or NAME=SYMBOL such as batch=8 or "
+                              f"seq=S, got '{item}'")
+        out[name] = int(value) if value.isdigit() else value
+    return out
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    imported = load_program(args.model, dims=_dims(args.dim))
+    if not args.out:
+        print(render_imported(imported, args.model), end="")
+        return 0
+    out = Path(args.out)
+    weights = out.with_suffix(".weights.npz") if imported.weights else None
+    if weights is not None:  # first, so that the program never names a missing file
+        save_arrays(weights, imported.weights)
+    text = render_imported(imported, args.model, str(weights) if weights else None)
+    write_atomically(out, lambda f: f.write(text.encode()))
+    print(f"wrote {out}" + (f" and {weights} ({len(imported.weights)} weights)"
+                            if weights else ""))
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     emit = Emitter(args.emit)
     inputs: list[np.ndarray] | None = None
     try:
-        module = load_module_file(args.program, emit)
-        func = select_func(module, args.func)
+        program = load_program(args.program, emit, _dims(args.dim))
+        func = select_func(program.module, args.func)
         if args.inputs:
-            inputs = load_inputs(args.inputs, func)
+            inputs = load_inputs(args.inputs, func, given=program.weights,
+                                 aliases=program.aliases)
         elif args.random:
             inputs = random_inputs(func, _sizes(args.size), seed=args.seed)
+            inputs = [program.weights.get(p.param, a) for p, a in zip(func.params, inputs,
+                                                                      strict=True)]
         elif args.emit is None:
             raise TcpError.at("give the inputs with --inputs IN.npz (one array per parameter) "
                               "or use --random for seeded random inputs")
@@ -214,7 +252,7 @@ def _rules(args: argparse.Namespace) -> RuleLibrary:
 def cmd_opt(args: argparse.Namespace) -> int:
     stage = {"program": "optimized"}.get(args.emit, args.emit)
     try:
-        module = load_module_file(args.program, Emitter(stage))
+        module = load_program(args.program, Emitter(stage), _dims(args.dim)).module
     except EmitStop:
         return 0
     funcs = [select_func(module, args.func)] if args.func else list(module.funcs)
@@ -369,6 +407,12 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(1)
 
 
+def _dim_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
+                   help="for imported models: give a named dim a size (batch=8) or a TCP "
+                        "symbol (seq=S)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="tcpr", description="tcp-rules: tensor rewrite rules, equality saturation and "
@@ -383,11 +427,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--emit", choices=(*PROGRAM_STAGES, "rules"), help="print this stage")
     p.add_argument("--json", action="store_true", help="list the rules and their classes")
     p.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    _dim_argument(p)
     p.set_defaults(fn=cmd_check)
+
+    p = sub.add_parser("import", help="import a model (.onnx) as a TCP program")
+    p.add_argument("model", help="an ONNX model file")
+    p.add_argument("-o", "--out", metavar="OUT.tcp",
+                   help="write the program here, and its weights to OUT.weights.npz")
+    _dim_argument(p)
+    p.set_defaults(fn=cmd_import)
 
     p = sub.add_parser("run", help="run a program on input arrays")
     p.add_argument("program")
-    p.add_argument("--inputs", help=".npz file with one array per parameter")
+    p.add_argument("--inputs", action="append", metavar="IN.npz",
+                   help=".npz file with one array per parameter (repeat to combine files, "
+                        "such as the weights `tcpr import -o` wrote)")
+    _dim_argument(p)
     p.add_argument("--random", action="store_true", help="use seeded random inputs")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--size", action="append", default=[], metavar="SYM=N",
@@ -410,6 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("opt", help="optimize a program by equality saturation")
     p.add_argument("program")
     p.add_argument("--func", help="optimize only this func")
+    _dim_argument(p)
     _opt_arguments(p)
     p.add_argument("--json", action="store_true",
                    help="programs, reports and kernels as JSON")

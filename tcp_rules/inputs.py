@@ -7,21 +7,53 @@ import os
 import stat
 import tempfile
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 from numpy.lib import format as npformat
 
 from tcp_rules.diagnostics import TcpError
+from tcp_rules.frontends import identifier
 from tcp_rules.interpret import concretize
 from tcp_rules.ir import Func
 from tcp_rules.memory import available_bytes, nbytes, require
 from tcp_rules.types import TensorType
 
 
-def load_inputs(path: str | Path, func: Func) -> list[np.ndarray]:
-    """The arrays of an .npz file, one per parameter of ``func`` by name; never unpickles."""
+def load_inputs(paths: str | Path | Sequence[str | Path], func: Func, *,
+                given: Mapping[str, np.ndarray] | None = None,
+                aliases: Mapping[str, str] | None = None) -> list[np.ndarray]:
+    """One array per parameter of ``func``, by name, from .npz files (never unpickled).
+
+    ``given`` holds arrays known already (an imported model's weights); ``aliases`` maps other
+    names of parameters (an ONNX model's input names) to their TCP names.
+    """
+    files = [paths] if isinstance(paths, str | Path) else list(paths)
+    arrays: dict[str, np.ndarray] = dict(given or {})
+    names = [p.param for p in func.params]
+    for path in files:
+        for key, a in read_npz(path).items():
+            # a model's tensor name maps to its parameter by the importers' documented rule
+            name = (aliases or {}).get(key) or (key if key in names else identifier(key))
+            if name in arrays:
+                raise TcpError.at(f"{path}: array '{key}' is given twice (parameter {name})")
+            arrays[name] = a
+    where = " and ".join(map(str, files)) or "the inputs"
+    missing = [n for n in names if n not in arrays]
+    if missing:
+        raise TcpError.at(f"{where} has no array for parameter(s) {', '.join(missing)} of "
+                          f"func {func.name} (it has: {', '.join(sorted(arrays)) or 'none'})")
+    extra = sorted(set(arrays) - set(names))
+    if extra:
+        raise TcpError.at(f"{where} has array(s) {', '.join(extra)} that func {func.name} has "
+                          f"no parameter for (parameters: {', '.join(names)})")
+    return [arrays[n] for n in names]
+
+
+def read_npz(path: str | Path) -> dict[str, np.ndarray]:
+    """The arrays of an .npz file by name, each header checked before its data is read."""
     _check_regular(path)
     try:
         loaded = np.load(path, allow_pickle=False)
@@ -43,16 +75,7 @@ def load_inputs(path: str | Path, func: Func) -> list[np.ndarray]:
         avail = available_bytes()
         for member in zf.namelist():
             arrays[member.removesuffix(".npy")] = _read_member(path, zf, member, avail)
-    names = [p.param for p in func.params]
-    missing = [n for n in names if n not in arrays]
-    if missing:
-        raise TcpError.at(f"{path} has no array for parameter(s) {', '.join(missing)} of "
-                          f"func {func.name} (it has: {', '.join(sorted(arrays)) or 'none'})")
-    extra = sorted(set(arrays) - set(names))
-    if extra:
-        raise TcpError.at(f"{path} has array(s) {', '.join(extra)} that func {func.name} has no "
-                          f"parameter for (parameters: {', '.join(names)})")
-    return [arrays[n] for n in names]
+    return arrays
 
 
 def _check_regular(path: str | Path) -> None:
@@ -105,14 +128,25 @@ def _read_member(path: str | Path, zf: zipfile.ZipFile, member: str,
 
 def save_results(path: str | Path, results: Sequence[np.ndarray]) -> None:
     """Write results as result0, result1, ... into an .npz, atomically (never half-written)."""
+    save_arrays(path, {f"result{i}": r for i, r in enumerate(results)})
+
+
+def save_arrays(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """Write named arrays into an .npz, atomically (never half-written)."""
+    write_atomically(path, lambda f: np.savez(f, **arrays))  # type: ignore[arg-type]
+
+
+def write_atomically(path: str | Path, write: Callable[[BinaryIO], object]) -> None:
+    """Write a file through a temporary beside it, renamed into place only when complete."""
     target = Path(path)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".tcpr-", suffix=".npz", dir=target.parent or ".")
+        fd, tmp = tempfile.mkstemp(prefix=".tcpr-", suffix=target.suffix,
+                                   dir=target.parent or ".")
     except OSError as e:
         raise TcpError.at(f"cannot write {path}: {e.strerror or e}") from None
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, **{f"result{i}": r for i, r in enumerate(results)})  # type: ignore[arg-type]
+            write(f)
         os.replace(tmp, target)
     except BaseException as e:
         Path(tmp).unlink(missing_ok=True)

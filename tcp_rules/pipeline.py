@@ -7,7 +7,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+import importlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from tcp_rules.diagnostics import Source, TcpError
 from tcp_rules.egraph.encode import Tables
 from tcp_rules.egraph.saturate import build_text
 from tcp_rules.elaborate import elaborate
+from tcp_rules.frontends import Imported
 from tcp_rules.grammar.ast import format_ast
 from tcp_rules.grammar.parser import parse_program, read_source
 from tcp_rules.interpret import bind_symbols, evaluate
@@ -65,6 +67,32 @@ def load_module(source: Source, emit: Emitter | None = None) -> Module:
 
 def load_module_file(path: str | Path, emit: Emitter | None = None) -> Module:
     return load_module(read_source(path), emit)
+
+
+IMPORTERS = {".onnx": "tcp_rules.frontends.onnx"}
+
+
+def load_program(path: str | Path, emit: Emitter | None = None,
+                 dims: Mapping[str, int | str] | None = None) -> Imported:
+    """A program from a .tcp file or, by its suffix, from a model an importer reads (.onnx).
+
+    ``dims`` binds the model's named dims (``--dim batch=8``); it applies to imports only.
+    Emits the ``program`` stage.
+    """
+    suffix = Path(path).suffix.lower()
+    if suffix not in IMPORTERS:
+        if dims:
+            raise TcpError.at(f"{path}: --dim applies to imported models (.onnx), not to "
+                              f".tcp programs, whose dims are written in the program")
+        return Imported(load_module_file(path, emit))
+    try:
+        frontend = importlib.import_module(IMPORTERS[suffix])
+    except ImportError as e:
+        raise TcpError.at(f"{path}: reading {suffix} files needs the '{e.name}' package",
+                          hint="pip install 'tcp-rules[onnx]'") from None
+    imported: Imported = frontend.import_onnx(path, dims)
+    (emit or Emitter())("program", lambda: print_module(imported.module))
+    return imported
 
 
 def select_func(module: Module, name: str | None) -> Func:

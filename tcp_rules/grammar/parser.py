@@ -154,7 +154,12 @@ class ProgramBuilder(TermBuilder):
 
 
 def read_source(path: str | Path) -> Source:
-    """Read a source file, refusing what cannot be program or rule text.
+    """Read a source file, refusing what cannot be program or rule text."""
+    return source_from_bytes(str(path), read_file_bytes(path, MAX_SOURCE_BYTES))
+
+
+def read_file_bytes(path: str | Path, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; TcpError otherwise.
 
     The size is checked before anything is read, and only regular files are read: a device
     (``/dev/zero``), a FIFO or a directory would otherwise be read without bound, or block.
@@ -168,13 +173,16 @@ def read_source(path: str | Path) -> Source:
             st = os.fstat(f.fileno())
             if not stat.S_ISREG(st.st_mode):
                 raise TcpError.at(f"cannot read {p}: not a regular file ({_kind(st.st_mode)})")
-            if st.st_size > MAX_SOURCE_BYTES:
-                raise TcpError.at(f"{p}: file is larger than {MAX_SOURCE_BYTES} bytes "
+            if st.st_size > limit:
+                raise TcpError.at(f"{p}: file is larger than {limit} bytes "
                                   f"({st.st_size} bytes)")
-            data = f.read(MAX_SOURCE_BYTES + 1)  # a file growing while read stays bounded
+            # a file growing while read stays bounded: read what fstat saw, and one byte more
+            data = f.read(st.st_size + 1)
+            if len(data) > limit:
+                raise TcpError.at(f"{p}: file is larger than {limit} bytes")
+            return data
     except OSError as e:
         raise TcpError.at(f"cannot read {p}: {e.strerror or e}") from None
-    return source_from_bytes(str(p), data)
 
 
 def _kind(mode: int) -> str:

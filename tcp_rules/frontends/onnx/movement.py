@@ -1,0 +1,298 @@
+"""ONNX shape and data-movement ops: Shape, Size, Reshape, Flatten, (Un)Squeeze, Transpose,
+Expand, Tile, Slice, Concat, Split, Gather, ConstantOfShape.
+
+Shape arguments must be known at import time (TCP shapes are static or symbolic); a shape that
+depends on symbolic dims flows through as an object array of dims (see folding.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import onnx
+
+from tcp_rules import build as tb
+from tcp_rules.frontends.onnx.context import Context, Tensor, converts, normalize_axis
+from tcp_rules.frontends.onnx.folding import divide_dim, shape_value
+from tcp_rules.ir import Value
+from tcp_rules.types import Dim, DType, TensorType, dims_product
+
+_MAX = 1 << 62  # ONNX writes "to the end" as INT64_MAX (or close to it)
+
+
+def _shape_of(t: Tensor) -> list[Dim]:
+    if isinstance(t, np.ndarray):
+        return [Dim.of(n) for n in t.shape]
+    return list(t.type.dims)
+
+
+def _reshape_any(ctx: Context, t: Tensor, dims: Sequence[Dim]) -> Tensor:
+    """Reshape a value, or a constant without materializing it."""
+    if isinstance(t, np.ndarray):
+        shape = [d.const for d in dims]
+        if any(s is None for s in shape):
+            t = ctx.as_value(t)
+        else:
+            return t.reshape([int(s) for s in shape if s is not None])
+    assert isinstance(t, Value)
+    if tuple(t.type.dims) == tuple(dims):
+        return t
+    return ctx.op("reshape", t, shape=list(dims))
+
+
+@converts("Shape")
+def shape(ctx: Context) -> Sequence[Tensor]:
+    dims = _shape_of(ctx.tensor(0))
+    rank = len(dims)
+    start = ctx.attr("start", 0)
+    end = ctx.attr("end", rank)
+    lo = max(0, min(rank, start + rank if start < 0 else start))
+    hi = max(0, min(rank, end + rank if end < 0 else end))
+    return [shape_value(dims[lo:hi])]
+
+
+@converts("Size")
+def size(ctx: Context) -> Sequence[Tensor]:
+    n = dims_product(_shape_of(ctx.tensor(0)))
+    v = shape_value([n])
+    return [v.reshape(())]
+
+
+@converts("Reshape")
+def reshape(ctx: Context) -> Sequence[Tensor]:
+    t = ctx.tensor(0)
+    old = _shape_of(t)
+    want = ctx.dims(1, "the target shape") if ctx.opset >= 5 else \
+        [Dim.of(d) for d in ctx.attr("shape")]
+    allow_zero = ctx.attr("allowzero", 0)
+    dims: list[Dim | None] = []
+    for i, d in enumerate(want):
+        if d.const == 0 and not allow_zero:
+            if i >= len(old):
+                raise ctx.error(f"shape entry {i} is 0 (copy) but the input has rank {len(old)}")
+            dims.append(old[i])
+        elif d.const == -1:
+            dims.append(None)
+        else:
+            dims.append(d)
+    if dims.count(None) > 1:
+        raise ctx.error("the target shape has more than one -1")
+    if None in dims:
+        known = dims_product(d for d in dims if d is not None)
+        inferred = divide_dim(dims_product(old), known) if known.const != 0 else None
+        if inferred is None:
+            raise ctx.error(f"cannot infer the -1 entry: {dims_product(old)} elements do not "
+                            f"divide by {known}")
+        dims[dims.index(None)] = inferred
+    return [_reshape_any(ctx, t, [d for d in dims if d is not None])]
+
+
+@converts("Flatten")
+def flatten(ctx: Context) -> Sequence[Tensor]:
+    t = ctx.tensor(0)
+    old = _shape_of(t)
+    axis = ctx.attr("axis", 1)
+    axis = axis + len(old) if axis < 0 else axis
+    if not 0 <= axis <= len(old):
+        raise ctx.error(f"axis {ctx.attr('axis', 1)} is out of range for rank {len(old)}")
+    return [_reshape_any(ctx, t, [dims_product(old[:axis]), dims_product(old[axis:])])]
+
+
+def _axes(ctx: Context, i: int, rank: int) -> list[int] | None:
+    """Axes from input ``i`` (newer opsets) or the ``axes`` attribute (older)."""
+    if ctx.has(i):
+        raw = ctx.ints(i, "axes")
+    elif ctx.attr("axes") is not None:
+        raw = list(ctx.attr("axes"))
+    else:
+        return None
+    axes = [normalize_axis(ctx, a, rank) for a in raw]
+    if len(set(axes)) != len(axes):
+        raise ctx.error(f"axes {raw} repeat an axis")
+    return axes
+
+
+@converts("Squeeze")
+def squeeze(ctx: Context) -> Sequence[Tensor]:
+    t = ctx.tensor(0)
+    old = _shape_of(t)
+    axes = _axes(ctx, 1, len(old))
+    if axes is None:
+        axes = [i for i, d in enumerate(old) if d.const == 1]
+    for a in axes:
+        if old[a].const != 1:
+            raise ctx.error(f"cannot squeeze axis {a} of size {old[a]}")
+    return [_reshape_any(ctx, t, [d for i, d in enumerate(old) if i not in axes])]
+
+
+@converts("Unsqueeze")
+def unsqueeze(ctx: Context) -> Sequence[Tensor]:
+    t = ctx.tensor(0)
+    old = _shape_of(t)
+    axes = _axes(ctx, 1, len(old) + (len(ctx.ints(1, "axes")) if ctx.has(1)
+                                      else len(ctx.attr("axes", []))))
+    if axes is None:
+        raise ctx.error("Unsqueeze needs axes")
+    rest = iter(old)
+    dims = [Dim.of(1) if i in axes else next(rest) for i in range(len(old) + len(axes))]
+    return [_reshape_any(ctx, t, dims)]
+
+
+@converts("Transpose")
+def transpose(ctx: Context) -> Sequence[Tensor]:
+    x = ctx.value(0)
+    perm = ctx.attr("perm") or list(range(x.type.rank))[::-1]
+    if list(perm) == list(range(x.type.rank)):
+        return [x]
+    return [ctx.op("transpose", x, perm=list(perm))]
+
+
+@converts("Expand")
+def expand(ctx: Context) -> Sequence[Tensor]:
+    x = ctx.value(0)
+    target = ctx.broadcast_dims([x.type.dims, ctx.dims(1, "the shape")])
+    return [ctx.broadcast_to(x, target)]
+
+
+@converts("Tile")
+def tile(ctx: Context) -> Sequence[Tensor]:
+    x = ctx.value(0)
+    reps = ctx.ints(1, "repeats")
+    if len(reps) != x.type.rank:
+        raise ctx.error(f"repeats has {len(reps)} entries for a rank-{x.type.rank} input")
+    if all(r == 1 for r in reps):
+        return [x]
+    wide = [d for r, n in zip(reps, x.type.dims, strict=True) for d in (Dim.of(r), n)]
+    b = ctx.op("broadcast", x, shape=wide, dims=[2 * i + 1 for i in range(x.type.rank)])
+    return [ctx.op("reshape", b, shape=[Dim.of(r) * n
+                                        for r, n in zip(reps, x.type.dims, strict=True)])]
+
+
+@converts("Concat")
+def concat(ctx: Context) -> Sequence[Tensor]:
+    assert ctx.node is not None
+    vals = [ctx.value(i) for i in range(len(ctx.node.input)) if ctx.has(i)]
+    axis = normalize_axis(ctx, ctx.attr("axis"), vals[0].type.rank)
+    vals = [v for v in vals if v.type.dims[axis].const != 0] or vals[:1]
+    return [vals[0] if len(vals) == 1 else ctx.op("concat", *vals, axis=axis)]
+
+
+@converts("Split")
+def split(ctx: Context) -> Sequence[Tensor]:
+    assert ctx.node is not None
+    x = ctx.value(0)
+    axis = normalize_axis(ctx, ctx.attr("axis", 0), x.type.rank)
+    n_out = len(ctx.node.output)
+    if ctx.has(1):
+        sizes = [Dim.of(s) for s in ctx.ints(1, "split")]
+    elif ctx.attr("split") is not None:
+        sizes = [Dim.of(s) for s in ctx.attr("split")]
+    else:
+        total = x.type.dims[axis].const
+        if total is None:
+            raise ctx.error(f"cannot split the symbolic axis {x.type.dims[axis]} evenly")
+        parts = ctx.attr("num_outputs", n_out)
+        chunk = math.ceil(total / parts)  # ONNX: the last chunk may be smaller
+        sizes = [Dim.of(min(chunk, total - k * chunk)) for k in range(parts)]
+    outs: list[Tensor] = []
+    start = 0
+    for s in sizes:
+        n = s.const
+        if n is None:
+            raise ctx.error("split sizes must be integers")
+        begin = [0] * x.type.rank
+        begin[axis] = start
+        size = list(x.type.dims)
+        size[axis] = s
+        outs.append(ctx.op("slice", x, start=begin, size=size, stride=[1] * x.type.rank))
+        start += n
+    return outs
+
+
+def _slice_args(ctx: Context, rank: int) -> list[tuple[int, int, int, int]]:
+    """(axis, start, end, step) per sliced axis, from inputs (opset >= 10) or attributes."""
+    if ctx.opset >= 10:
+        starts, ends = ctx.ints(1, "starts"), ctx.ints(2, "ends")
+        axes = ctx.ints(3, "axes") if ctx.has(3) else list(range(len(starts)))
+        steps = ctx.ints(4, "steps") if ctx.has(4) else [1] * len(starts)
+    else:
+        starts, ends = ctx.attr("starts"), ctx.attr("ends")
+        axes = ctx.attr("axes") or list(range(len(starts)))
+        steps = [1] * len(starts)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise ctx.error("starts, ends, axes and steps differ in length")
+    if 0 in steps:
+        raise ctx.error("a slice step of 0 is invalid")
+    return [(normalize_axis(ctx, a, rank), s, e, st)
+            for a, s, e, st in zip(axes, starts, ends, steps, strict=True)]
+
+
+@converts("Slice")
+def slice_(ctx: Context) -> Sequence[Tensor]:
+    x = ctx.value(0)
+    rank = x.type.rank
+    start, size, stride = [0] * rank, list(x.type.dims), [1] * rank
+    reverse: list[tuple[int, list[int]]] = []
+    for axis, s, e, step in _slice_args(ctx, rank):
+        n = x.type.dims[axis].const
+        if n is None:  # symbolic axis: only non-negative starts and "to the end"
+            if step != 1 or s < 0 or not (e >= _MAX or e < 0):
+                raise ctx.error(f"slice of the symbolic axis {x.type.dims[axis]} must start "
+                                f"at a non-negative index, run to (end - k) and have step 1")
+            start[axis] = s
+            size[axis] = x.type.dims[axis] - s + (e if e < 0 else 0)
+            continue
+        idx = list(range(n))[slice(s, e, step)]  # Python's clamping is ONNX's
+        if step > 0 or len(idx) <= 1:
+            start[axis] = idx[0] if idx else 0
+            size[axis] = Dim.of(len(idx))
+            stride[axis] = step if len(idx) > 1 else 1
+        else:
+            reverse.append((axis, idx))
+    v = x
+    if any(st != 1 for st in stride) or start != [0] * rank or size != list(x.type.dims):
+        v = ctx.op("slice", x, start=start, size=size, stride=stride)
+    for axis, idx in reverse:  # negative steps: a gather of the indices in order
+        v = ctx.op("gather", v, ctx.as_value(np.array(idx, dtype=np.int64), "slice_indices"),
+                   axis=axis)
+    return [v]
+
+
+@converts("Gather")
+def gather(ctx: Context) -> Sequence[Tensor]:
+    x = ctx.value(0)
+    axis = normalize_axis(ctx, ctx.attr("axis", 0), x.type.rank)
+    t = ctx.tensor(1)
+    n = x.type.dims[axis]
+    if isinstance(t, np.ndarray):
+        if n.const is not None:
+            bad = t[(t < -n.const) | (t >= n.const)]
+            if bad.size:
+                raise ctx.error(f"index {int(bad.ravel()[0])} is out of range for an axis of "
+                                f"size {n}")
+            t = np.where(t < 0, t + n.const, t)
+        elif (t < 0).any():
+            raise ctx.error(f"a negative index into the symbolic axis {n}")
+        idx = ctx.as_value(t.astype(np.int64), "indices")
+    else:
+        idx = t
+        if n.const is None:
+            raise ctx.error(f"run-time indices into the symbolic axis {n} may be negative, "
+                            f"which TCP's gather cannot wrap")
+        neg = ctx.op("lt", idx, ctx.scalar(0, idx))
+        idx = ctx.op("select", neg, ctx.op("add", idx, ctx.scalar(n.const, idx)), idx)
+    return [ctx.op("gather", x, idx, axis=axis)]
+
+
+@converts("ConstantOfShape")
+def constant_of_shape(ctx: Context) -> Sequence[Tensor]:
+    dims = ctx.dims(0, "the shape")
+    value = ctx.attr("value")
+    arr = np.zeros(1, np.float32) if value is None else np.asarray(
+        onnx.numpy_helper.to_array(value)).ravel()
+    dt = DType.from_numpy(arr.dtype)
+    if dt is None:
+        raise ctx.error(f"value of dtype {arr.dtype} is not supported")
+    return [tb.make_splat(arr[0].item(), TensorType(dt, tuple(dims)))]

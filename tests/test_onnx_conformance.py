@@ -1,0 +1,72 @@
+"""ONNX's own backend node tests, run through the importer and every engine.
+
+Every case of the installed onnx package is imported. The ones the importer rejects must be
+exactly those listed, with the same reason, in tests/data/onnx_node_unsupported.txt: a listed
+case that starts to import, or an unlisted one that stops, fails the suite (regenerate the list
+with ``python -m tcp_rules.frontends.onnx.conformance --write FILE`` and review the diff).
+
+Every supported case runs on the reference interpreter. The compiled and the optimized engines
+take a stable sample by default (compiling and saturating hundreds of programs takes minutes);
+``TCPR_CONFORMANCE=all`` runs every case on every engine.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+onnx = pytest.importorskip("onnx")
+
+from tcp_rules.frontends.onnx.conformance import (  # noqa: E402
+    format_unsupported,
+    import_outcomes,
+    node_cases,
+    parse_unsupported,
+    run_engine,
+    sampled,
+)
+
+LIST = Path(__file__).parent / "data" / "onnx_node_unsupported.txt"
+FULL = os.environ.get("TCPR_CONFORMANCE") == "all"
+SAMPLE = {"reference": 1, "compiled": 1 if FULL else 3, "optimized": 1 if FULL else 12}
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> tuple[dict, dict]:
+    return import_outcomes(node_cases())
+
+
+def test_unsupported_list_is_current(outcomes: tuple[dict, dict]) -> None:
+    prepared, unsupported = outcomes
+    listed = parse_unsupported(LIST.read_text())
+    now_pass = sorted(set(listed) & set(prepared))
+    now_fail = sorted(set(unsupported) - set(listed))
+    changed = sorted(n for n in set(listed) & set(unsupported) if listed[n] != unsupported[n])
+    assert not now_pass, f"listed as unsupported but now imported: {now_pass[:20]}"
+    assert not now_fail, f"not listed but rejected: {[(n, unsupported[n]) for n in now_fail]}"
+    assert not changed, f"rejected for another reason: {[(n, unsupported[n]) for n in changed]}"
+    assert LIST.read_text() == format_unsupported(unsupported)
+
+
+def _supported() -> list[str]:
+    listed = parse_unsupported(LIST.read_text())
+    return [c.name for c in node_cases() if c.name not in listed]
+
+
+def _params() -> list[object]:
+    out = []
+    for name in _supported():
+        for engine, every in SAMPLE.items():
+            if sampled(name, every):
+                out.append(pytest.param(name, engine, id=f"{name}-{engine}"))
+    return out
+
+
+@pytest.mark.parametrize(("name", "engine"), _params())
+def test_node_case(outcomes: tuple[dict, dict], name: str, engine: str) -> None:
+    prepared, unsupported = outcomes
+    assert name in prepared, f"{name} no longer imports: {unsupported.get(name)}"
+    why = run_engine(prepared[name], engine)
+    assert why is None, f"{name} on the {engine} engine: {why}"
