@@ -19,7 +19,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from tcp_rules.cli import main  # noqa: E402
 from tcp_rules.diagnostics import TcpError  # noqa: E402
 from tcp_rules.frontends import identifier  # noqa: E402
-from tcp_rules.frontends.onnx import import_model  # noqa: E402
+from tcp_rules.frontends.onnx import import_model, import_onnx  # noqa: E402
 from tcp_rules.frontends.onnx.zoo import encoder_layer  # noqa: E402
 from tcp_rules.optimize import OptOptions  # noqa: E402
 from tcp_rules.pipeline import optimize_func, run_func  # noqa: E402
@@ -269,3 +269,55 @@ def test_shape_argument_from_a_graph_input(tmp_path: Path, capsys) -> None:
     onnx.save(model, path)
     _fails(["import", str(path)], capsys, "node 'rs' (Reshape", "input 's'",
            "must be known when importing")
+
+
+# models exported from PyTorch (tests/data/onnx/export_torch.py) ------------------------------
+
+TORCH = Path(__file__).parent / "data" / "onnx"
+
+
+@pytest.mark.parametrize("engine", ["reference", "compiled", "optimized"])
+@pytest.mark.parametrize(("name", "shape"), [("mlp.onnx", (5, 16)),
+                                             ("encoder_layer.onnx", (3, 7, 64))])
+def test_pytorch_exports_match_onnxruntime(name: str, shape: tuple[int, ...],
+                                           engine: str) -> None:
+    """Against onnxruntime, as close as ONNX's own reference evaluator gets to it (4 times its
+    distance, plus 4 ulps of the largest result for where the two happen to agree exactly):
+    the three are independent f32 implementations of the same graph."""
+    from onnx.reference import ReferenceEvaluator
+
+    path = TORCH / name
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    imported = import_onnx(path)
+    func = imported.module.funcs[0]
+    if engine == "optimized":
+        func = optimize_func(func, load_standard_library().rules, OptOptions()).func
+    (got,) = run_func(func, _inputs(imported, {"x": x}),
+                      "reference" if engine == "reference" else "compiled")
+    (want,) = ort.InferenceSession(str(path)).run(None, {"x": x})
+    (other,) = ReferenceEvaluator(str(path)).run(None, {"x": x})
+    assert got.shape == want.shape and got.dtype == want.dtype
+    theirs = float(np.max(np.abs(other.astype(np.float64) - want)))
+    slack = 4 * float(np.spacing(np.float32(np.max(np.abs(want)))))
+    ours = float(np.max(np.abs(got.astype(np.float64) - want)))
+    assert ours <= 4 * theirs + slack, f"{engine}: {ours:.3g} from onnxruntime ({theirs:.3g})"
+
+
+def test_pytorch_symbolic_dims_and_external_data() -> None:
+    func = import_onnx(TORCH / "encoder_layer.onnx").module.funcs[0]
+    assert [str(d) for d in func.params[0].type.dims] == ["batch", "seq", "64"]
+    mlp = import_onnx(TORCH / "mlp.onnx")  # weights in mlp.onnx.data beside it
+    assert mlp.weights["v0_weight"].shape == (32, 16)
+
+
+def test_external_data_outside_the_model_folder(tmp_path: Path, capsys) -> None:
+    model = onnx.load(TORCH / "mlp.onnx", load_external_data=False)
+    for t in model.graph.initializer:
+        for entry in t.external_data:
+            if entry.key == "location":
+                entry.value = "../secret.data"
+    path = tmp_path / "sub" / "m.onnx"
+    path.parent.mkdir()
+    onnx.save(model, path)
+    (tmp_path / "secret.data").write_bytes(b"\0" * 4096)
+    _fails(["import", str(path)], capsys, "outside the model's directory")
