@@ -296,3 +296,35 @@ def constant_of_shape(ctx: Context) -> Sequence[Tensor]:
     if dt is None:
         raise ctx.error(f"value of dtype {arr.dtype} is not supported")
     return [tb.make_splat(arr[0].item(), TensorType(dt, tuple(dims)))]
+
+
+@converts("Pad")
+def pad(ctx: Context) -> Sequence[Tensor]:
+    x = ctx.value(0)
+    rank = x.type.rank
+    mode = ctx.attr("mode", "constant")
+    if mode not in ("constant", "edge", "reflect"):
+        raise ctx.error(f"Pad mode '{mode}' is not supported (constant, edge and reflect are)")
+    if ctx.opset >= 11:
+        pads = ctx.ints(1, "pads")
+        value = ctx.const(2, "constant_value").ravel()[0].item() if ctx.has(2) else 0
+        axes = [normalize_axis(ctx, a, rank) for a in ctx.ints(3, "axes")] if ctx.has(3) \
+            else list(range(rank))
+    else:
+        pads, value, axes = list(ctx.attr("pads")), ctx.attr("value", 0.0), list(range(rank))
+    if len(pads) != 2 * len(axes):
+        raise ctx.error(f"pads has {len(pads)} entries for {len(axes)} axes")
+    low, high = [0] * rank, [0] * rank
+    for k, a in enumerate(axes):
+        low[a], high[a] = pads[k], pads[k + len(axes)]
+    if any(p < 0 for p in low + high):  # negative pads crop: a slice first
+        start = [max(-p, 0) for p in low]
+        size = [d - start[i] - max(-high[i], 0) for i, d in enumerate(x.type.dims)]
+        x = ctx.op("slice", x, start=start, size=size, stride=[1] * rank)
+        low, high = [max(p, 0) for p in low], [max(p, 0) for p in high]
+    if not any(low + high):
+        return [x]
+    if x.type.dtype.is_float:
+        value = float(value)
+    attrs = {"value": value} if mode == "constant" else {}
+    return [ctx.op("pad", x, low=low, high=high, mode=mode, **attrs)]
