@@ -98,6 +98,10 @@ def eval_attr(spec: AttrSpec, e: ast.AExpr) -> Any:
                 except ValueError as err:
                     raise AttrError(str(err), e.span) from None
             raise AttrError("expected a dtype such as f32", e.span)
+        case AttrKind.NAME:
+            if isinstance(e, ast.AName) and e.name in spec.choices:
+                return e.name
+            raise AttrError(f"expected one of {', '.join(spec.choices)}", e.span)
         case AttrKind.SCALAR:
             return eval_scalar(e)
         case AttrKind.BOOL:

@@ -120,7 +120,7 @@ def attr_text(kind: AttrKind, value: Any, tables: Tables) -> str:
             return _vec(value)
         case AttrKind.DIMS:
             return _vec(tables.dim_id(Dim.of(d)) for d in value)
-        case AttrKind.DTYPE:
+        case AttrKind.DTYPE | AttrKind.NAME:
             return f'"{value}"'
         case AttrKind.SCALAR:
             return str(NONE_BOUND if value is None else tables.scalar(value))
@@ -280,7 +280,7 @@ class RuleEncoder:
     def const(self, v: Any, sort: Sort, want: str) -> str:
         if want == "f64":
             return _f64(float(v))
-        if isinstance(v, DType):
+        if isinstance(v, DType | str):
             return f'"{v}"'
         if isinstance(v, bool):
             return "true" if v else "false"

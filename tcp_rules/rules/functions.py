@@ -34,6 +34,7 @@ class Sort(enum.Enum):
     SCALAR = "scalar"
     BOOL = "bool"
     DATA = "data"
+    NAME = "name"
 
     def __str__(self) -> str:
         return self.value
@@ -41,7 +42,7 @@ class Sort(enum.Enum):
 
 SORT_OF_KIND = {AttrKind.INT: Sort.INT, AttrKind.INTS: Sort.INTS, AttrKind.DIMS: Sort.DIMS,
                 AttrKind.DTYPE: Sort.DTYPE, AttrKind.SCALAR: Sort.SCALAR,
-                AttrKind.BOOL: Sort.BOOL, AttrKind.DATA: Sort.DATA}
+                AttrKind.BOOL: Sort.BOOL, AttrKind.DATA: Sort.DATA, AttrKind.NAME: Sort.NAME}
 
 # An int is a dim (and a scalar); a list of ints is a list of dims.
 _SUBSORTS = {(Sort.INT, Sort.DIM), (Sort.INTS, Sort.DIMS), (Sort.INT, Sort.SCALAR)}
