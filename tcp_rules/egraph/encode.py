@@ -326,9 +326,10 @@ class RuleEncoder:
                 return self.bind(f"(vec-get {self.expr(a[0], 'IVec')} {self.expr(a[1], 'i64')})")
             case "len":
                 return self.bind(f"(vec-length {self.expr(a[0], 'IVec')})")
-            case "inverse" | "sort" | "range":
-                table = {"inverse": "inverse", "sort": "sorted", "range": "iota"}[e.fn]
-                arg = self.expr(a[0], "i64" if e.fn == "range" else "IVec")
+            case "inverse" | "sort" | "range" | "zeros":
+                table = {"inverse": "inverse", "sort": "sorted", "range": "iota",
+                         "zeros": "zeros"}[e.fn]
+                arg = self.expr(a[0], "i64" if e.fn in ("range", "zeros") else "IVec")
                 return self.bind(f"({table} {arg})")
             case "reduced_perm":
                 return self.bind(f"(reduced-perm {self.expr(a[0], 'IVec')} "

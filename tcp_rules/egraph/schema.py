@@ -64,6 +64,7 @@ def declarations() -> str:
 (function sorted (IVec) IVec :no-merge)
 (function axis-set (IVec) IVec :no-merge)
 (function iota (i64) IVec :no-merge)
+(function zeros (i64) IVec :no-merge)
 (function keep-sel (i64 IVec) IVec :no-merge)
 (function reduce-sel (i64 IVec bool) IVec :no-merge)
 (function reduced-perm (IVec IVec) IVec :no-merge)
@@ -84,6 +85,7 @@ def tables(max_rank: int) -> str:
         rows.append(f'(set (is-bool "{d}") {str(d is DType.I1).lower()})')
     for r in range(max_rank + 1):
         rows.append(f"(set (iota {r}) {_vec(range(r))})")
+        rows.append(f"(set (zeros {r}) {_vec([0] * r)})")
         subsets = [c for n in range(r + 1) for c in itertools.combinations(range(r), n)]
         for axes in subsets:
             kept = [i for i in range(r) if i not in axes]

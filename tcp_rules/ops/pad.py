@@ -48,7 +48,11 @@ def _infer_pad(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 
 def _pad(a: Sequence[np.ndarray], attrs: Attrs, out: TensorType) -> np.ndarray:
-    widths = list(zip(attrs["low"], attrs["high"], strict=True))
+    if a[0].ndim == 0:  # nothing to widen (numpy.pad fails on a scalar's empty widths)
+        return a[0].copy()
+    # An int array of shape (rank, 2): numpy reads an empty list (rank 0) as floats.
+    widths = np.array(list(zip(attrs["low"], attrs["high"], strict=True)),
+                      dtype=np.int64).reshape(-1, 2)
     if attrs["mode"] == "constant":
         value = np.array(attrs["value"]).astype(a[0].dtype)  # -0.0 and i1 true kept as such
         return np.pad(a[0], widths, mode="constant", constant_values=value)

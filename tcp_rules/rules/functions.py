@@ -190,6 +190,7 @@ FUNCTIONS: dict[str, AttrFn] = {f.name: f for f in (
     AttrFn("len", (Sort.DIMS,), Sort.INT, len, "the number of entries of s"),
     AttrFn("sort", (Sort.INTS,), Sort.INTS, lambda a: tuple(sorted(a)), "a in increasing order"),
     AttrFn("range", (Sort.INT,), Sort.INTS, lambda n: tuple(range(as_int(n))), "[0, ..., n-1]"),
+    AttrFn("zeros", (Sort.INT,), Sort.INTS, lambda n: (0,) * as_int(n), "[0, ..., 0], n entries"),
     AttrFn("reduced_perm", (Sort.INTS, Sort.INTS), Sort.INTS, _reduced_perm,
            "the permutation of the axes left after reducing axes of transpose(x, perm=p)"),
 )}
