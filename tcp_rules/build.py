@@ -67,6 +67,10 @@ def normalize_attr(spec: AttrSpec, value: Any) -> Any:
                 return DType.parse(str(value))
             except ValueError as e:
                 raise ShapeError(str(e), attr=spec.name) from None
+        case AttrKind.NAME:
+            if not isinstance(value, str) or value not in spec.choices:
+                raise bad("one of " + ", ".join(spec.choices))
+            return value
         case AttrKind.SCALAR:
             if not isinstance(value, int | float | bool | np.number):
                 raise bad("a number")

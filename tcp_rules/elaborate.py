@@ -34,8 +34,15 @@ class AttrError(Exception):
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
-    match = difflib.get_close_matches(name, list(candidates), n=1)
-    return f"did you mean '{match[0]}'?" if match else None
+    """A hint naming the closest candidate; among equally close ones, one that starts like
+    ``name`` (a typo keeps the first letter more often: 'ad' is 'add' sooner than 'pad')."""
+    matches = difflib.get_close_matches(name, list(candidates), n=3)
+    if not matches:
+        return None
+    best = difflib.SequenceMatcher(None, name, matches[0]).ratio()
+    tied = [m for m in matches if difflib.SequenceMatcher(None, name, m).ratio() == best]
+    pick = next((m for m in tied if m[:1] == name[:1]), tied[0])
+    return f"did you mean '{pick}'?"
 
 
 def eval_dim(e: ast.AExpr) -> Dim:
@@ -98,6 +105,10 @@ def eval_attr(spec: AttrSpec, e: ast.AExpr) -> Any:
                 except ValueError as err:
                     raise AttrError(str(err), e.span) from None
             raise AttrError("expected a dtype such as f32", e.span)
+        case AttrKind.NAME:
+            if isinstance(e, ast.AName) and e.name in spec.choices:
+                return e.name
+            raise AttrError(f"expected one of {', '.join(spec.choices)}", e.span)
         case AttrKind.SCALAR:
             return eval_scalar(e)
         case AttrKind.BOOL:

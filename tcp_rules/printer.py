@@ -43,7 +43,7 @@ def format_attr(value: Any) -> str:
         return "[" + ", ".join(format_attr(v) for v in value) + "]"
     if isinstance(value, Dim):
         return format_dim(value)
-    if isinstance(value, DType):
+    if isinstance(value, DType | str):  # a dtype or a NAME attribute's word, written bare
         return str(value)
     return format_scalar(value)
 

@@ -31,15 +31,18 @@ from tcp_rules.codegen.kernel import (
     Affine,
     ClampIndex,
     Const,
+    Inside,
     Kernel,
     Load,
     Node,
     Op,
+    PadIndex,
     Reduce,
     Size,
     walk,
 )
 from tcp_rules.codegen.llvm_ops import emit_op, np_max, np_min
+from tcp_rules.codegen.padding import inside, masked_load, pad_index
 from tcp_rules.codegen.scopes import KernelError, compute_scopes, needs_tiling
 from tcp_rules.codegen.stash import find_stash
 from tcp_rules.ops import identity_value
@@ -77,6 +80,11 @@ class BodyEmitter:
                 hi = self.e.b.sub(self.size(ext), ir.Constant(I64, 1))
                 x = self.e.intrinsic("smin", [x, hi])
                 return self.e.intrinsic("smax", [x, ir.Constant(I64, 0)])
+            case PadIndex(index=i, low=lo, extent=ext, mode=mode):
+                return pad_index(self.e, self.index(i), lo, self.size(ext), mode)
+            case Inside(axes=axes):
+                return inside(self.e, [(self.index(i), lo, self.size(ext))
+                                       for i, lo, ext in axes])
             case Load():
                 return self.load(n)
             case Reduce():
@@ -90,6 +98,10 @@ class BodyEmitter:
 
     def size(self, s: Size) -> ir.Value:
         raise NotImplementedError
+
+    def index(self, i: Affine | Node) -> ir.Value:
+        """An index entry's value at the current loop indices."""
+        raise KernelError("computed indices are only supported in loop-nest kernels")
 
     def load(self, n: Load) -> ir.Value:
         raise KernelError("loads are not supported here")
@@ -183,12 +195,15 @@ class KernelEmitter(BodyEmitter):
             v = b.add(v, term, flags=["nsw"])
         return v
 
+    def index(self, i: Affine | Node) -> ir.Value:
+        return self.affine(i) if isinstance(i, Affine) else self.value(i)
+
     def address(self, buf: int, index: tuple[Affine | Node, ...]) -> ir.Value:
         """Address of ``buffers[buf][index]`` (row-major strides from the run-time shape)."""
         b = self.e.b
         off: ir.Value = ir.Constant(I64, 0)
         for i, stride in zip(index, self.strides[buf], strict=True):
-            iv = self.affine(i) if isinstance(i, Affine) else self.value(i)
+            iv = self.index(i)
             off = b.add(off, b.mul(iv, stride, flags=["nsw"]), flags=["nsw"])
         return self.e.gep(mem_type(self.k.buffers[buf].dtype), self.fn.args[buf], off)
 
@@ -203,7 +218,14 @@ class KernelEmitter(BodyEmitter):
         if len(n.index) != buf.rank:
             raise KernelError(f"load of {buf.name} has {len(n.index)} indices for rank "
                               f"{buf.rank}")
-        v = self.e.load(mem_type(buf.dtype), self.address(n.buf, n.index))
+        ty, ptr = mem_type(buf.dtype), self.address(n.buf, n.index)
+        if n.mask is not None and n.other is not None:  # constant padding
+            mask = self.value(n.mask)
+            v = masked_load(self.e, ty, ptr, mask, buf.dtype.itemsize)
+            if buf.dtype is DType.I1:
+                v = self.e.b.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
+            return self.e.b.select(mask, v, self.value(n.other))
+        v = self.e.load(ty, ptr)
         if buf.dtype is DType.I1:
             return self.e.b.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
         return v

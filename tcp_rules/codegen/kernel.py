@@ -107,10 +107,33 @@ class Const(Node):
 
 @dataclass(frozen=True)
 class Load(Node):
-    """``buffers[buf][index]``; an index entry that is a Node is data-dependent (a ClampIndex)."""
+    """``buffers[buf][index]``; an index entry that is a Node is data-dependent (a ClampIndex
+    or a PadIndex). With a ``mask``, the load happens only where the mask holds (a predicated
+    load, so it may point into an empty buffer) and the value is ``other`` elsewhere."""
 
     buf: int
     index: tuple[Affine | Node, ...]
+    mask: Node | None = None
+    other: Node | None = None
+
+
+@dataclass(frozen=True)
+class PadIndex(Node):
+    """Where a pad's result reads its operand along one axis: ``index - low`` brought into
+    ``0..extent-1`` by ``mode``: edge clamps, reflect mirrors (then clamps, so memory safety
+    never rests on the shape check), constant clamps and the load is masked by Inside."""
+
+    index: Affine | Node
+    low: int
+    extent: Size
+    mode: str
+
+
+@dataclass(frozen=True)
+class Inside(Node):
+    """i1: for every (index, low, extent), ``0 <= index - low < extent`` (constant pads)."""
+
+    axes: tuple[tuple[Affine | Node, int, Size], ...]
 
 
 @dataclass(frozen=True)
@@ -243,9 +266,25 @@ def children(n: Node) -> tuple[Node, ...]:
     if isinstance(n, Reduce):
         return (n.body,)
     if isinstance(n, Load):
-        return tuple(i for i in n.index if isinstance(i, Node))
+        extra = tuple(x for x in (n.mask, n.other) if x is not None)
+        return tuple(i for i in n.index if isinstance(i, Node)) + extra
     if isinstance(n, ClampIndex):
         return (n.value,)
+    if isinstance(n, PadIndex):
+        return (n.index,) if isinstance(n.index, Node) else ()
+    if isinstance(n, Inside):
+        return tuple(i for i, _, _ in n.axes if isinstance(i, Node))
+    return ()
+
+
+def index_affines(n: Node) -> tuple[Affine, ...]:
+    """The affine index expressions ``n`` reads directly (its loop-variable dependencies)."""
+    if isinstance(n, Load):
+        return tuple(i for i in n.index if isinstance(i, Affine))
+    if isinstance(n, PadIndex):
+        return (n.index,) if isinstance(n.index, Affine) else ()
+    if isinstance(n, Inside):
+        return tuple(i for i, _, _ in n.axes if isinstance(i, Affine))
     return ()
 
 
@@ -263,6 +302,10 @@ def _fmt_attr(v: Any) -> str:
     return str(v)
 
 
+def _ix(i: Affine | Node, names: dict[Node, str]) -> str:
+    return names[i] if isinstance(i, Node) else str(i)
+
+
 def node_lines(root: Node, names: dict[Node, str], lines: list[str]) -> str:
     """Append ``%k = ...`` lines for the nodes of ``root`` not yet named; returns root's name."""
     for n in walk(root):
@@ -271,11 +314,18 @@ def node_lines(root: Node, names: dict[Node, str], lines: list[str]) -> str:
         match n:
             case Const(value=v):
                 text = f"{_fmt_value(v)}:{n.dtype}"
-            case Load(buf=b, index=idx):
+            case Load(buf=b, index=idx, mask=m, other=o):
                 ix = ", ".join(names[i] if isinstance(i, Node) else str(i) for i in idx)
                 text = f"load b{b}[{ix}]"
+                if m is not None and o is not None:
+                    text += f" if {names[m]} else {names[o]}"
             case ClampIndex(value=v, extent=e):
                 text = f"clamp_index({names[v]}, {e})"
+            case PadIndex(index=i, low=lo, extent=e, mode=mode):
+                text = f"pad_index_{mode}({_ix(i, names)}, {lo}, {e})"
+            case Inside(axes=axes):
+                text = "inside(" + ", ".join(f"{_ix(i, names)}-{lo}<{e}"
+                                             for i, lo, e in axes) + ")"
             case Op(op=op, args=args, attrs=attrs):
                 at = "".join(f", {k}={_fmt_attr(a)}" for k, a in attrs if a is not None)
                 text = f"{op}({', '.join(names[a] for a in args)}{at})"

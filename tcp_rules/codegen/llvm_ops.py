@@ -16,6 +16,7 @@ from typing import Any
 import llvmlite.ir as ir
 
 from tcp_rules.codegen import mathlib
+from tcp_rules.codegen.intpow import int_pow
 from tcp_rules.codegen.irbase import I1, IR, like, reg_type
 from tcp_rules.types import DType
 
@@ -78,6 +79,14 @@ _LIBM = {"pow": "pow", "atan2": "atan2"}
 for _op, _c in _LIBM.items():
     LOWERINGS[_op] = (lambda c: lambda e, a, dt, at, out: e.libm(
         c + ("f" if dt[0] is DType.F32 else ""), a))(_c)
+
+
+@lowering("pow")
+def _pow(e: IR, a: Sequence[ir.Value], dt: Sequence[DType], at: Mapping[str, Any],
+         out: DType) -> ir.Value:
+    if dt[0].is_float:
+        return e.libm("powf" if dt[0] is DType.F32 else "pow", a)
+    return int_pow(e, a[0], a[1])
 
 
 # Binary ----------------------------------------------------------------------------------------

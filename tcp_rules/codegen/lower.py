@@ -35,6 +35,7 @@ from tcp_rules.codegen.kernel import (
     Reduce,
     Size,
 )
+from tcp_rules.codegen.padding import pad_reader
 from tcp_rules.codegen.plan import Plan, PlanBuffer, Step
 from tcp_rules.ir import Apply, Func, Value
 from tcp_rules.ops.fusion import broadcast_hoists
@@ -79,6 +80,9 @@ class KB:
         self.allow_acc = allow_acc
         self.reducing = 0
         self.memo: dict[tuple[int, Index], Node] = {}  # a value read twice at one index: once
+        # Whether some load has computed indices (gather, pad), which a matmul epilogue
+        # cannot vectorize: such a kernel materializes its matmul instead.
+        self.computed_index = False
 
     def buf(self, pid: int) -> int:
         if pid not in self.bufs:
@@ -128,9 +132,10 @@ def _rebuffer(n: Node, remap: dict[int, int]) -> Node:
         if id(x) in memo:
             return memo[id(x)]
         match x:
-            case Load(buf=b, index=idx):
+            case Load(buf=b, index=idx, mask=m, other=o):
                 r: Node = Load(x.dtype, remap[b], tuple(go(i) if isinstance(i, Node) else i
-                                                         for i in idx))
+                                                         for i in idx),
+                               None if m is None else go(m), None if o is None else go(o))
             case Op(op=op, args=args, attrs=attrs):
                 r = Op(x.dtype, op, tuple(go(a) for a in args), attrs)
             case ClampIndex(value=v, extent=e):
@@ -259,6 +264,8 @@ class Lowerer:
             return self.concat(v)
         if name == "gather":
             return self.gather(v)
+        if name == "pad":
+            return self.pad(v)
         if name in REDUCE_KIND:
             s = Src(None, lambda kb, idx: self.reduce(kb, v, idx), 1 + srcs[0].ops)
             return s if self.inline_ok(v, s.ops) else self.materialize(v, s)
@@ -343,7 +350,7 @@ class Lowerer:
 
     def acc(self, kb: KB, v: Apply, idx: Index) -> Node:
         if (kb.reducing or not kb.allow_acc or kb.matmul not in (None, v) or idx != kb.identity
-                or kb.domain != v.type.dims):
+                or kb.domain != v.type.dims or kb.computed_index):
             raise _Refuse(v)
         kb.matmul = v
         return Acc(v.type.dtype)
@@ -364,9 +371,33 @@ class Lowerer:
         ext = x.type.dims[axis]
 
         def tmpl(kb: KB, idx: Index) -> Node:
+            computed_index(kb, v)
             i = ClampIndex(DType.I64, self.read(ind, kb, idx[axis:axis + r]), kb.size(ext))
             return xs.template(kb, (*idx[:axis], i, *idx[axis + r:]))
         return Src(None, tmpl, 1 + self.src[id(ind)].ops)
+
+    def pad(self, v: Apply) -> Src:
+        """Pad reads its materialized operand through computed indices (codegen/padding.py);
+        a shape only known at run time is checked then (reflect needs low, high < size)."""
+        x, at, dt = v.operands[0], v.attr_map, v.type.dtype
+        xs = self._buffer_src(self.buf_of(x), x.type.dtype)
+        if any(d.const is None for d in x.type.dims) and at["mode"] != "constant":
+            self.plan.checks.append(v)
+        value = _scalar(at["value"], dt)
+
+        def tmpl(kb: KB, idx: Index) -> Node:
+            computed_index(kb, v)
+            read = pad_reader(lambda i: xs.template(kb, i), x.type.dims, at["low"], at["high"],
+                              at["mode"], value, dt, kb.size)
+            return read(idx)
+        return Src(None, tmpl, 1)
+
+
+def computed_index(kb: KB, v: Apply) -> None:
+    """Note a load through computed indices; a matmul epilogue cannot take one."""
+    if kb.matmul is not None:
+        raise _Refuse(v)
+    kb.computed_index = True
 
 
 def _scalar(value: float | int | bool, dt: DType) -> float | int | bool:

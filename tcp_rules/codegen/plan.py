@@ -21,13 +21,15 @@ from tcp_rules.codegen.kernel import (
     Load,
     MatmulKernel,
     Node,
+    PadIndex,
     Reduce,
     Size,
     children,
 )
 from tcp_rules.diagnostics import TcpError
-from tcp_rules.ir import Func, Value
-from tcp_rules.types import Dim, DType
+from tcp_rules.ir import Apply, Func, Value
+from tcp_rules.ops import ShapeError
+from tcp_rules.types import Dim, DType, TensorType
 
 
 @dataclass
@@ -61,6 +63,9 @@ class Plan:
     buffers: list[PlanBuffer] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
     results: list[int] = field(default_factory=list)
+    # Values whose shape rule depends on sizes known only at run time (reflect padding of a
+    # symbolic axis): re-checked by instantiate with the concrete shapes.
+    checks: list[Apply] = field(default_factory=list)
 
     def add_buffer(self, buf: PlanBuffer) -> int:
         """Append a buffer; its id."""
@@ -100,6 +105,12 @@ def instantiate(plan: Plan, env: Mapping[str, int]) -> Instance:
         if b.base is not None and int(np.prod(s)) != int(np.prod(shapes[b.base])):
             raise TcpError.at(f"reshape of {list(shapes[b.base])} to {list(s)} changes the "
                               f"number of elements", stage="run")
+    for v in plan.checks:
+        try:
+            v.op.infer([TensorType.of(o.type.dtype, tuple(_eval(d, env) for d in o.type.dims))
+                        for o in v.operands], v.attr_map)
+        except ShapeError as e:
+            raise TcpError.at(f"{v.op.name}: {e.message}", v.span, stage="run") from None
     steps = []
     for st in plan.steps:
         sizes = {n: _eval(d, env) for n, d in zip(st.kernel.sizes, st.sizes, strict=True)}
@@ -183,6 +194,9 @@ def check_step(k: AnyKernel, shapes: list[tuple[int, ...]], sizes: Mapping[str, 
                     if lo < 0 or hi >= dim:
                         raise fail(f"reads {k.buffers[ld.buf].name} at {lo}..{hi} on axis "
                                    f"{axis} of size {dim}")
+                elif isinstance(ix, PadIndex) and _size(ix.extent, sizes) == dim and (
+                        dim >= 1 or ld.mask is not None):
+                    pass  # clamped into the axis; with a mask, never read when it is empty
                 elif not isinstance(ix, ClampIndex) or not 1 <= _size(ix.extent, sizes) <= dim:
                     raise fail(f"a data-dependent index into {k.buffers[ld.buf].name} is not "
                                f"clamped into its axis {axis} of size {dim}")

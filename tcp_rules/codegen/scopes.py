@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tcp_rules.codegen.kernel import Affine, Kernel, Load, Node, Reduce, children, walk
+from tcp_rules.codegen.kernel import (
+    Affine,
+    Kernel,
+    Load,
+    Node,
+    Reduce,
+    children,
+    index_affines,
+    walk,
+)
 
 
 class KernelError(ValueError):
@@ -49,10 +58,8 @@ class Scopes:
 
 
 def index_vars(n: Node) -> frozenset[str]:
-    """The loop variables a load's affine indices use (none for other nodes)."""
-    if isinstance(n, Load):
-        return frozenset(v for i in n.index if isinstance(i, Affine) for v, _ in i.vars)
-    return frozenset()
+    """The loop variables the affine indices of a load (or a pad's index nodes) use."""
+    return frozenset(v for i in index_affines(n) for v, _ in i.vars)
 
 
 def compute_scopes(root: Node, domain_vars: list[str]) -> Scopes:

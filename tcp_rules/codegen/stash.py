@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from tcp_rules.codegen.kernel import (
     Affine,
     ClampIndex,
+    Inside,
     Kernel,
     Load,
     Node,
     Op,
+    PadIndex,
     Reduce,
     children,
     walk,
@@ -76,15 +78,23 @@ def flops(n: Node) -> float:
 def rename(n: Node, var: str, to: Affine) -> Node:
     """``n`` with loop variable ``var`` replaced by ``to`` in every load index."""
     match n:
-        case Load(index=index):
-            idx = tuple(i.subst({var: to}) if isinstance(i, Affine) else rename(i, var, to)
-                        for i in index)
-            return Load(n.dtype, n.buf, idx)
+        case Load(index=index, mask=m, other=o):
+            idx = tuple(_rename_ix(i, var, to) for i in index)
+            return Load(n.dtype, n.buf, idx, None if m is None else rename(m, var, to),
+                        None if o is None else rename(o, var, to))
+        case PadIndex(index=i):
+            return PadIndex(n.dtype, _rename_ix(i, var, to), n.low, n.extent, n.mode)
+        case Inside(axes=axes):
+            return Inside(n.dtype, tuple((_rename_ix(i, var, to), lo, e) for i, lo, e in axes))
         case Op(args=args):
             return Op(n.dtype, n.op, tuple(rename(a, var, to) for a in args), n.attrs)
         case ClampIndex(value=v):
             return ClampIndex(n.dtype, rename(v, var, to), n.extent)
     return n
+
+
+def _rename_ix(i: Affine | Node, var: str, to: Affine) -> Affine | Node:
+    return i.subst({var: to}) if isinstance(i, Affine) else rename(i, var, to)
 
 
 def _outside_reductions(root: Node) -> dict[Node, None]:

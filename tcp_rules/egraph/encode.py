@@ -120,7 +120,7 @@ def attr_text(kind: AttrKind, value: Any, tables: Tables) -> str:
             return _vec(value)
         case AttrKind.DIMS:
             return _vec(tables.dim_id(Dim.of(d)) for d in value)
-        case AttrKind.DTYPE:
+        case AttrKind.DTYPE | AttrKind.NAME:
             return f'"{value}"'
         case AttrKind.SCALAR:
             return str(NONE_BOUND if value is None else tables.scalar(value))
@@ -280,7 +280,7 @@ class RuleEncoder:
     def const(self, v: Any, sort: Sort, want: str) -> str:
         if want == "f64":
             return _f64(float(v))
-        if isinstance(v, DType):
+        if isinstance(v, DType | str):
             return f'"{v}"'
         if isinstance(v, bool):
             return "true" if v else "false"
@@ -326,9 +326,10 @@ class RuleEncoder:
                 return self.bind(f"(vec-get {self.expr(a[0], 'IVec')} {self.expr(a[1], 'i64')})")
             case "len":
                 return self.bind(f"(vec-length {self.expr(a[0], 'IVec')})")
-            case "inverse" | "sort" | "range":
-                table = {"inverse": "inverse", "sort": "sorted", "range": "iota"}[e.fn]
-                arg = self.expr(a[0], "i64" if e.fn == "range" else "IVec")
+            case "inverse" | "sort" | "range" | "zeros":
+                table = {"inverse": "inverse", "sort": "sorted", "range": "iota",
+                         "zeros": "zeros"}[e.fn]
+                arg = self.expr(a[0], "i64" if e.fn in ("range", "zeros") else "IVec")
                 return self.bind(f"({table} {arg})")
             case "reduced_perm":
                 return self.bind(f"(reduced-perm {self.expr(a[0], 'IVec')} "

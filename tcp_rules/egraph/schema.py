@@ -2,7 +2,8 @@
 lookup tables for the attribute functions egglog has no primitive for.
 
 Encodings: a tensor is an e-class of sort ``T``; concat's operands are a ``TL`` cons list.
-Attributes: ints are i64, lists are ``IVec`` (Vec i64), dtypes are strings, booleans are bool,
+Attributes: ints are i64, lists are ``IVec`` (Vec i64), dtypes and names (pad's mode) are
+strings, booleans are bool,
 scalars (splat values, clamp bounds) are the i64 bit pattern of their float64 value (so 0.0 and
 -0.0 stay distinct, which egglog's f64 equality would merge), and dims are i64 ids: a constant
 size is itself, a symbolic dim a negative id (see DimIds).
@@ -18,7 +19,7 @@ from tcp_rules.types import DType
 
 SORT_OF_ATTR = {AttrKind.INT: "i64", AttrKind.INTS: "IVec", AttrKind.DIMS: "IVec",
                 AttrKind.DTYPE: "String", AttrKind.SCALAR: "i64", AttrKind.BOOL: "bool",
-                AttrKind.DATA: "i64"}
+                AttrKind.DATA: "i64", AttrKind.NAME: "String"}
 
 
 def constructor(op: OpDef) -> str:
@@ -63,6 +64,7 @@ def declarations() -> str:
 (function sorted (IVec) IVec :no-merge)
 (function axis-set (IVec) IVec :no-merge)
 (function iota (i64) IVec :no-merge)
+(function zeros (i64) IVec :no-merge)
 (function keep-sel (i64 IVec) IVec :no-merge)
 (function reduce-sel (i64 IVec bool) IVec :no-merge)
 (function reduced-perm (IVec IVec) IVec :no-merge)
@@ -83,6 +85,7 @@ def tables(max_rank: int) -> str:
         rows.append(f'(set (is-bool "{d}") {str(d is DType.I1).lower()})')
     for r in range(max_rank + 1):
         rows.append(f"(set (iota {r}) {_vec(range(r))})")
+        rows.append(f"(set (zeros {r}) {_vec([0] * r)})")
         subsets = [c for n in range(r + 1) for c in itertools.combinations(range(r), n)]
         for axes in subsets:
             kept = [i for i in range(r) if i not in axes]
@@ -146,6 +149,22 @@ def _sort_rules(op: OpDef) -> list[str]:
     return out
 
 
+# Pads that rules build are typed up to this rank when their operand's sizes are constants (a
+# sum with a symbolic dim has no id; such a pad is typed by the e-class it joins, like concat).
+PAD_TYPED_RANKS = 6
+
+
+def _pad_rule(rank: int) -> str:
+    conds = "".join(f" (>= (vec-get d {i}) 0)" for i in range(rank))
+    dims = " ".join(f"(+ (vec-get d {i}) (+ (vec-get lo {i}) (vec-get hi {i})))"
+                    for i in range(rank))
+    out = f"(vec-of {dims})" if rank else "(vec-empty)"
+    return (f"(rule ((= e (Pad x lo hi m v)) (= d (dims x)) (= t (dt x)) "
+            f"(= {rank} (vec-length d)){conds})\n"
+            f"      ((set (dims e) {out}) (set (dt e) t)) :ruleset types "
+            f":name \"type-pad-{rank}\")")
+
+
 def analysis() -> str:
     """The type and sort analysis, by op category (elementwise ops keep their operands'
     shape)."""
@@ -198,5 +217,7 @@ def analysis() -> str:
                 "       (= db (dims b)) (= t (dt a)) (>= (vec-get da k) 0) (>= (vec-get db k) 0))\n"
                 "      ((set (dims e) (vec-set da k (+ (vec-get da k) (vec-get db k))))"
                 " (set (dt e) t)) :ruleset types :name \"type-concat\")")
+        elif op.name == "pad":
+            rules.extend(_pad_rule(r) for r in range(PAD_TYPED_RANKS + 1))
         # gather: only ever comes from programs, which the encoder types directly
     return "(ruleset types)\n" + "\n".join(rules) + "\n"

@@ -65,6 +65,8 @@ class _Reader:
                 return tuple(self.tables.dim_of(i) for i in self.vec(v))
             case AttrKind.DTYPE:
                 return DType.parse(self.eg.value_to_string(v))
+            case AttrKind.NAME:
+                return self.eg.value_to_string(v)
             case AttrKind.SCALAR:
                 return self.eg.value_to_i64(v)  # bits, decoded once the dtype is known
             case AttrKind.BOOL:

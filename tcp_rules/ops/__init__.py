@@ -17,9 +17,10 @@ from tcp_rules.ops.elementwise import ELEMENTWISE_OPS
 from tcp_rules.ops.fusion import FUSION_OPS, IDENTITY_OPS
 from tcp_rules.ops.linalg import LINALG_OPS
 from tcp_rules.ops.movement import MOVEMENT_OPS
+from tcp_rules.ops.pad import PAD_OPS
 
-OPS: dict[str, OpDef] = {op.name: op for op in (*ELEMENTWISE_OPS, *MOVEMENT_OPS, *LINALG_OPS,
-                                                  *FUSION_OPS)}
+OPS: dict[str, OpDef] = {op.name: op for op in (*ELEMENTWISE_OPS, *MOVEMENT_OPS, *PAD_OPS,
+                                                  *LINALG_OPS, *FUSION_OPS)}
 
 
 def get_op(name: str) -> OpDef | None:

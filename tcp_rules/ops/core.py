@@ -27,16 +27,22 @@ class AttrKind(enum.Enum):
     SCALAR = "scalar"  # a number (inf/nan allowed) or bool: clamp bounds, splat value
     BOOL = "bool"  # true/false: keepdims
     DATA = "data"  # a nested list of numbers: dense constants
+    NAME = "name"  # one word from the spec's fixed ``choices``, written bare: pad's mode=edge
 
 
 @dataclass(frozen=True)
 class AttrSpec:
-    """One attribute of an op; ``default`` of None means the attribute is required."""
+    """One attribute of an op; ``default`` of None means the attribute is required.
+
+    A NAME attribute takes one of ``choices`` (an enum written as a bare word, never quoted:
+    the term grammar has no strings, and a fixed set lets every stage check it statically).
+    """
 
     name: str
     kind: AttrKind
     default: Any = None
     optional: bool = False  # may be absent altogether (clamp's min/max)
+    choices: tuple[str, ...] = ()
 
 
 class ShapeError(Exception):

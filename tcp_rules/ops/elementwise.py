@@ -110,6 +110,28 @@ def div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return int_div(a, b)
 
 
+def int_power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x ** y mod 2**n by squaring in unsigned arithmetic (NumPy raises for y < 0, so the
+    negative case is defined here: 0, except 1 for x == 1 and (-1)**y for x == -1)."""
+    a, b = np.broadcast_arrays(a, b)
+    u = np.dtype(f"u{a.dtype.itemsize}")
+    base, e = a.astype(u), b.astype(u)
+    r = np.ones(a.shape, dtype=u)
+    for k in range(8 * a.dtype.itemsize - 1):  # every bit below the sign bit
+        r = np.where((e >> u.type(k)) & u.type(1), r * base, r)
+        base = base * base
+    r = r.astype(a.dtype)  # two's complement reinterpretation
+    neg = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+    return np.where(b < 0, neg, r).astype(a.dtype)
+
+
+def power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IEEE pow (C99) for floats, wrapping integer powers (see int_power) for integers."""
+    if a.dtype.kind == "f":
+        return np.power(a, b)
+    return int_power(a, b)
+
+
 def _infer_select(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
     check_same_shapes(args)
     if args[0].dtype is not DType.I1:
@@ -199,7 +221,8 @@ ELEMENTWISE_OPS: tuple[OpDef, ...] = (
     _binary("min", np.minimum, "smaller operand, NaN if either is NaN", 1,
             traits=Traits(elementwise=True, associative=True, identity=float("inf"),
                           idempotent=True)),
-    _binary("pow", np.power, "x to the power y (floats)", 25, FLOATS),
+    _binary("pow", power, "x to the power y; integers wrap, and y < 0 gives 0 except for x = 1 "
+            "(1) and x = -1 (1 or -1)", 25, NUMERIC),
     _binary("atan2", np.arctan2, "arc tangent of x / y using both signs", 20, FLOATS),
     *(_binary(name, fn, doc, 1, ALL_DTYPES, result=DType.I1, category="compare",
               traits=Traits(elementwise=True, commutative=name in ("eq", "ne")))

@@ -34,6 +34,7 @@ class Sort(enum.Enum):
     SCALAR = "scalar"
     BOOL = "bool"
     DATA = "data"
+    NAME = "name"
 
     def __str__(self) -> str:
         return self.value
@@ -41,7 +42,7 @@ class Sort(enum.Enum):
 
 SORT_OF_KIND = {AttrKind.INT: Sort.INT, AttrKind.INTS: Sort.INTS, AttrKind.DIMS: Sort.DIMS,
                 AttrKind.DTYPE: Sort.DTYPE, AttrKind.SCALAR: Sort.SCALAR,
-                AttrKind.BOOL: Sort.BOOL, AttrKind.DATA: Sort.DATA}
+                AttrKind.BOOL: Sort.BOOL, AttrKind.DATA: Sort.DATA, AttrKind.NAME: Sort.NAME}
 
 # An int is a dim (and a scalar); a list of ints is a list of dims.
 _SUBSORTS = {(Sort.INT, Sort.DIM), (Sort.INTS, Sort.DIMS), (Sort.INT, Sort.SCALAR)}
@@ -189,6 +190,7 @@ FUNCTIONS: dict[str, AttrFn] = {f.name: f for f in (
     AttrFn("len", (Sort.DIMS,), Sort.INT, len, "the number of entries of s"),
     AttrFn("sort", (Sort.INTS,), Sort.INTS, lambda a: tuple(sorted(a)), "a in increasing order"),
     AttrFn("range", (Sort.INT,), Sort.INTS, lambda n: tuple(range(as_int(n))), "[0, ..., n-1]"),
+    AttrFn("zeros", (Sort.INT,), Sort.INTS, lambda n: (0,) * as_int(n), "[0, ..., 0], n entries"),
     AttrFn("reduced_perm", (Sort.INTS, Sort.INTS), Sort.INTS, _reduced_perm,
            "the permutation of the axes left after reducing axes of transpose(x, perm=p)"),
 )}

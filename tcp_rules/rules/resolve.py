@@ -89,7 +89,8 @@ class RuleResolver:
 
     def bind_attr(self, spec: AttrSpec, e: ast.AExpr, scope: Scope, side: str) -> AttrExpr:
         sort = SORT_OF_KIND[spec.kind]
-        if isinstance(e, ast.AName) and not (sort is Sort.DTYPE and _is_dtype(e.name)):
+        if isinstance(e, ast.AName) and not (sort is Sort.DTYPE and _is_dtype(e.name)) \
+                and e.name not in spec.choices:
             if e.name in scope.tensors:
                 raise self.fail(f"'{e.name}' is a tensor variable but is used as attribute "
                                 f"{spec.name}", e.span)
@@ -99,7 +100,8 @@ class RuleResolver:
                                 f"is a {sort}", e.span)
             scope.attrs.setdefault(e.name, (sort, e.span))
             return AVar(e.name, sort, e.span)
-        if _mentions_name(e) and not (sort is Sort.DTYPE and isinstance(e, ast.AName)):
+        if _mentions_name(e) and not (sort in (Sort.DTYPE, Sort.NAME)
+                                      and isinstance(e, ast.AName)):
             raise self.fail(f"the {side} side must match attribute {spec.name} with a variable "
                             f"or a literal, not a computed expression", e.span,
                             hint="bind it to a variable and compare it in a where-guard")
@@ -188,6 +190,8 @@ class RuleResolver:
                                     f"dtype({n}) give attributes of a tensor")
                 if _is_dtype(n):
                     return AConst(DType.parse(n), Sort.DTYPE, e.span)
+                if n in NAME_CHOICES:  # a word of a NAME attribute (mode=reflect)
+                    return AConst(n, Sort.NAME, e.span)
                 raise self.fail(f"'{n}' is not bound by the left side (it binds "
                                 f"{scope.describe()})", e.span)
             case ast.ANum(value=v):
@@ -337,6 +341,10 @@ class RuleResolver:
         return Example(tuple(params), x.before, x.after, x.span)
 
 
+# The words NAME attributes take; a rule writes them bare, as constants (like dtypes).
+NAME_CHOICES = frozenset(c for op in OPS.values() for a in op.attrs for c in a.choices)
+
+
 def _is_dtype(name: str) -> bool:
     return name in {d.value for d in DType}
 
@@ -363,7 +371,7 @@ def _comparable(a: Sort, b: Sort) -> bool:
 def _a(sort: Sort) -> str:
     return {Sort.INT: "an int", Sort.INTS: "a list of ints", Sort.DIM: "a dim",
             Sort.DIMS: "a list of dims", Sort.DTYPE: "a dtype", Sort.SCALAR: "a number",
-            Sort.BOOL: "a truth value", Sort.DATA: "dense data",
+            Sort.BOOL: "a truth value", Sort.DATA: "dense data", Sort.NAME: "a name",
             Sort.TENSOR: "a tensor"}[sort]
 
 
