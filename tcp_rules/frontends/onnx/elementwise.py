@@ -31,10 +31,13 @@ def unary(ctx: Context) -> Sequence[Tensor]:
 @converts(*_BINARY)
 def binary(ctx: Context) -> Sequence[Tensor]:
     assert ctx.node is not None
-    a, b = ctx.value(0), ctx.value(1)
+    a, b = ctx.broadcast_all([ctx.value(0), ctx.value(1)])
     if ctx.node.op_type == "Pow" and a.type.dtype != b.type.dtype:
-        b = ctx.cast(b, a.type.dtype)  # ONNX lets the exponent have its own type
-    a, b = ctx.broadcast_all([a, b])
+        # ONNX lets the exponent have its own type and gives the base's: computed in the
+        # float type of the two (an integer base to a float power rounds afterwards)
+        wide = b.type.dtype if b.type.dtype.is_float else a.type.dtype
+        y = ctx.op("pow", ctx.cast(a, wide), ctx.cast(b, wide))
+        return [ctx.cast(y, a.type.dtype)]
     return [ctx.op(_BINARY[ctx.node.op_type], a, b)]
 
 
