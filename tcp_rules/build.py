@@ -112,18 +112,29 @@ def check_attrs(op: OpDef, given: Mapping[str, Any]) -> tuple[tuple[str, Any], .
     return attrs_with_defaults(op, out)
 
 
-def _canonical_splat(attrs: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
-    """One value per constant: 0 and 0.0 in a float context are the same splat (floats stay
+def canonical_scalar(v: Scalar, dtype: DType) -> Scalar:
+    """One spelling per value: 0 and 0.0 in a float context are the same constant (floats stay
     floats, integers ints, booleans bools), so that matching and sharing see them as equal."""
-    a = dict(attrs)
-    v, dtype = a["value"], a["dtype"]
     if dtype.is_float:
-        a["value"] = float(v)
-    elif dtype is DType.I1 and v in (0, 1):
-        a["value"] = bool(v)
-    elif dtype.is_int and isinstance(v, float) and v.is_integer():
-        a["value"] = int(v)
-    return tuple((k, a[k]) for k, _ in attrs)
+        return float(v)
+    if dtype is DType.I1 and v in (0, 1):
+        return bool(v)
+    if dtype.is_int and isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
+
+
+def _canonical_scalars(op: OpDef, attrs: tuple[tuple[str, Any], ...],
+                       dtype: DType | None) -> tuple[tuple[str, Any], ...]:
+    """Scalar attributes (splat's value, clamp's bounds, pad's value) in their canonical
+    spelling for the dtype they apply to: splat's own, else the first operand's."""
+    a = dict(attrs)
+    dtype = a.get("dtype") if op.name == "splat" else dtype
+    if dtype is None:
+        return attrs
+    scalars = {spec.name for spec in op.attrs if spec.kind is AttrKind.SCALAR}
+    return tuple((k, canonical_scalar(v, dtype) if k in scalars and v is not None else v)
+                 for k, v in attrs)
 
 
 def _literal_context(op: OpDef, args: Sequence[Operand],
@@ -169,8 +180,6 @@ def make_apply(op: OpDef, args: Sequence[Operand], attrs: Mapping[str, Any], *,
     if not op.arity_ok(len(args)):
         raise ShapeError(f"{op.name} takes {op.arity_text()}, got {len(args)}")
     checked = check_attrs(op, attrs)
-    if op.name == "splat":
-        checked = _canonical_splat(checked)
     typed: list[Value] = []
     for a, lit_type in zip(args, _literal_context(op, args, expected), strict=True):
         if isinstance(a, Literal):
@@ -181,6 +190,7 @@ def make_apply(op: OpDef, args: Sequence[Operand], attrs: Mapping[str, Any], *,
                 raise ShapeError(e.message, operand=len(typed)) from None
         else:
             typed.append(a)
+    checked = _canonical_scalars(op, checked, typed[0].type.dtype if typed else None)
     result = op.infer([v.type for v in typed], dict(checked))
     sort = apply_sort(op, [v.sort for v in typed])
     return Apply(result, op=op, operands=tuple(typed), attrs=checked, span=span, name=name,
