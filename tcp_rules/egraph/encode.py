@@ -352,7 +352,7 @@ class RuleEncoder:
         if not isinstance(e, AFn):
             raise Unencodable(f"predicate {e}")
         match e.fn:
-            case "is_float" | "is_int" | "is_bool":
+            case "is_float" | "is_int" | "is_bool" | "is_signed" | "is_unsigned":
                 table = e.fn.replace("_", "-")
                 t = self.dtype(self.tensor(e.args[0]))
                 self.atoms.append(f"(= ({table} {t}) true)")
