@@ -17,7 +17,7 @@ from tcp_rules.diagnostics import TcpError
 from tcp_rules.interpret import concretize
 from tcp_rules.ir import Func
 from tcp_rules.memory import available_bytes, nbytes, require
-from tcp_rules.types import TensorType
+from tcp_rules.types import DType, TensorType
 
 
 def load_inputs(path: str | Path, func: Func) -> list[np.ndarray]:
@@ -52,7 +52,16 @@ def load_inputs(path: str | Path, func: Func) -> list[np.ndarray]:
     if extra:
         raise TcpError.at(f"{path} has array(s) {', '.join(extra)} that func {func.name} has no "
                           f"parameter for (parameters: {', '.join(names)})")
-    return [arrays[n] for n in names]
+    return [_as_param(arrays[p.param], p.type) for p in func.params]
+
+
+def _as_param(a: np.ndarray, t: TensorType) -> np.ndarray:
+    """NumPy's .npz format has no bfloat16: it stores such arrays as 2-byte voids (``|V2``),
+    which a bf16 parameter reads as the bits they are."""
+    if t.dtype is DType.BF16 and a.dtype.kind == "V" and a.dtype.itemsize == 2 \
+            and a.dtype.fields is None:
+        return a.view(DType.BF16.np_dtype)
+    return a
 
 
 def _check_regular(path: str | Path) -> None:
@@ -128,7 +137,8 @@ def random_array(t: TensorType, rng: np.random.Generator) -> np.ndarray:
     if t.dtype.is_float:
         return rng.standard_normal(shape).astype(t.dtype.np_dtype)
     if t.dtype.is_int:
-        return rng.integers(-100, 100, size=shape).astype(t.dtype.np_dtype)
+        lo = 0 if t.dtype.is_unsigned else -100
+        return rng.integers(lo, 100, size=shape).astype(t.dtype.np_dtype)
     return rng.random(shape) < 0.5
 
 

@@ -36,22 +36,33 @@ from tcp_rules.rules.model import (
 from tcp_rules.rules.sorting import forms_kernels, var_sorts
 from tcp_rules.types import DenseData, Dim, DType
 
-MAX_EXACT_INT = 2**53  # integer constants beyond this lose bits as float64
+MAX_EXACT_INT = 2**53  # integers beyond this lose bits as float64: Tables.scalar numbers them
+# Codes of such integers (u64 above 2**53, large i64): signalling-NaN bit patterns, which no
+# literal produces (scalar_bits makes every NaN the quiet one), numbered from here.
+BIG_INT_BASE = 0x7FF0_0000_0001_0000
 
 
 def scalar_bits(v: int | float | bool) -> int:
     """The identity of a scalar in the e-graph: the bits of its float64 value."""
     if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_EXACT_INT:
-        raise TcpError.at(f"integer constant {v} is too large for the optimizer "
-                          f"(|value| <= 2**53)")
+        raise ValueError(f"integer {v} is not exact as a float64: use Tables.scalar")
     f = float(v)
     if f != f:  # one NaN: payloads carry no meaning here, and NONE_BOUND must stay unreachable
         f = float("nan")
     return int(struct.unpack("<q", struct.pack("<d", f))[0])
 
 
-def bits_scalar(bits: int, dtype: DType) -> int | float | bool:
+@dataclass(frozen=True)
+class BigInt:
+    """A scalar read back from the e-graph that is an integer beyond float64's exact range."""
+
+    value: int
+
+
+def bits_scalar(bits: int | BigInt, dtype: DType) -> int | float | bool:
     """The scalar a bit pattern stands for, as the program would write it for ``dtype``."""
+    if isinstance(bits, BigInt):
+        return bits.value
     f = struct.unpack("<d", struct.pack("<q", bits))[0]
     if dtype.is_float:
         return float(f)
@@ -69,6 +80,7 @@ class Tables:
     dims: dict[Dim, int] = field(default_factory=dict)
     dense: list[DenseData] = field(default_factory=list)
     scalars: set[int] = field(default_factory=set)
+    big: list[int] = field(default_factory=list)  # integers beyond 2**53, by code
 
     def dim_id(self, d: Dim) -> int:
         """A constant is itself; a symbolic dim gets a negative id."""
@@ -93,8 +105,18 @@ class Tables:
         return self.dense.index(data)
 
     def scalar(self, v: int | float | bool) -> int:
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_EXACT_INT:
+            if v not in self.big:  # a code of its own: float64 would merge its neighbours
+                self.big.append(v)
+            return BIG_INT_BASE + self.big.index(v)
         bits = scalar_bits(v)
         self.scalars.add(bits)
+        return bits
+
+    def scalar_read(self, bits: int) -> int | BigInt:
+        """Bits read back from the e-graph; a big integer's code as the integer."""
+        if BIG_INT_BASE <= bits < BIG_INT_BASE + len(self.big):
+            return BigInt(self.big[bits - BIG_INT_BASE])
         return bits
 
     def scalar_rows(self) -> str:
