@@ -131,6 +131,16 @@ def _elementwise(op: str, args: list[np.ndarray], errs: list[np.ndarray], v: np.
         return carry + _ulps(v, dt, _FN_ULPS["log"])
     if op in _LIPSCHITZ:
         return _LIPSCHITZ[op] * ea + _ulps(v, dt, _FN_ULPS[op])
+    if op in ("pow", "atan2"):  # libm in both engines: REFERENCE_ULPS, plus the carried errors
+        x, y = a, np.abs(args[1].astype(np.float64))
+        ex, ey = ea, errs[1]
+        with np.errstate(all="ignore"):
+            if op == "atan2":  # |d/dx| = |y| / (x^2 + y^2), |d/dy| = |x| / (x^2 + y^2)
+                carry = (y * ex + x * ey) / (x * x + y * y)
+            else:  # |d/dx| = |y v / x|, |d/dy| = |v log x|
+                carry = y * np.abs(v) / x * ex + np.abs(v * np.log(x)) * ey
+            carry = np.where((ex == 0) & (ey == 0), 0.0, np.nan_to_num(carry, nan=np.inf))
+        return carry + _ulps(v, dt, REFERENCE_ULPS)
     if op in ("floor", "ceil", "round", "round_even"):
         return np.where(ea > 0, ea + 1.0, 0.0)  # a jump of 1 where the operand is inexact
     raise NotImplementedError(f"no error bound for {op}")
