@@ -62,7 +62,7 @@ def missing_dtype_facets(dt: DType) -> list[str]:
         for pool in (special_values(dt), finite_values(dt)):
             np.array(pool, dtype=object).astype(dt.np_dtype)
         assert full_mantissa(dt, rng, 4).dtype == dt.np_dtype
-    except Exception:  # noqa: BLE001 - any failure names the facet
+    except Exception:
         problems.append("verifier palettes (verify.values)")
     if f'"{dt}"' not in tables(1):
         problems.append("egglog dtype tables (egraph.schema.tables)")
@@ -212,8 +212,8 @@ def test_identity_values_of_unsigned_types() -> None:
 
 
 def test_storage_floats_and_signedness_sets() -> None:
-    assert STORAGE_FLOATS == {DType.F16, DType.BF16} and {d.compute for d in FLOATS} == {
+    assert {DType.F16, DType.BF16} == STORAGE_FLOATS and {d.compute for d in FLOATS} == {
         DType.F32, DType.F64}
-    assert UNSIGNED == {DType.U8, DType.U16, DType.U32, DType.U64}
+    assert {DType.U8, DType.U16, DType.U32, DType.U64} == UNSIGNED
     assert not DType.I1.is_unsigned and not DType.I1.is_int
     assert all(dt in DType for dt in NEW)

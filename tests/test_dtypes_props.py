@@ -142,7 +142,7 @@ def assert_bits(got: np.ndarray, want: np.ndarray, what: str, ulps: int = 0) -> 
 def _func(op: str, dt: DType, attrs: dict[str, Any]) -> tuple[Func, list[TensorType]] | None:
     """``op`` on ``dt`` operands of one shape, or None if the op refuses the dtype."""
     spec = OPS[op]
-    shape: list[int | str] = ["M", "K"] if op != "matmul" else ["M", "K"]
+    shape: list[int | str] = ["M", "K"]
     types = [TensorType.of(dt, shape)] * len(spec.operands)
     if op == "select":
         types = [TensorType.of(DType.I1, shape), *types[1:]]

@@ -36,8 +36,8 @@ from tcp_rules.codegen.emit import KernelError
 from tcp_rules.codegen.epilogue import Epilogue, f_min
 from tcp_rules.codegen.irbase import I32, I64, IR, PTR, VOID, mem_type
 from tcp_rules.codegen.kernel import MATMUL_DTYPES, MatmulKernel, Size
-from tcp_rules.codegen.storage import store_value
 from tcp_rules.codegen.plan import StepInstance
+from tcp_rules.codegen.storage import store_value
 from tcp_rules.types import DType
 
 MC = 96  # rows per block: an MC x K block of A stays in L2 while the panels pass

@@ -18,7 +18,6 @@ from tcp_rules.codegen.irbase import F32, I16, I32, IR, like, mem_type
 from tcp_rules.ops.movement import literal_array
 from tcp_rules.types import DType
 
-
 # f16 -> f32: the 15 magnitude bits shifted into f32's position are the right significand and an
 # exponent 112 too small; multiplying by 2**112 fixes it, exactly, for normals and denormals.
 _F16_SCALE = 2.0 ** 112

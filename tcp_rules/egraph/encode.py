@@ -13,7 +13,6 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from tcp_rules.diagnostics import TcpError
 from tcp_rules.egraph.schema import SORT_OF_ATTR, _vec, constructor
 from tcp_rules.ir import Apply, Func, Param
 from tcp_rules.ops import AttrKind, OpDef

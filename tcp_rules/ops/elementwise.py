@@ -204,7 +204,8 @@ ELEMENTWISE_OPS: tuple[OpDef, ...] = (
     _binary("sub", np.subtract, "difference (wraps for integers)", 1),
     _binary("mul", np.multiply, "product (wraps for integers)", 1,
             traits=Traits(elementwise=True, commutative=True, associative=True, identity=1.0)),
-    _binary("div", div, "IEEE quotient; integers truncate toward zero, x/0 == -1 (unsigned: MAX)", 4),
+    _binary("div", div, "IEEE quotient; integers truncate toward zero, x/0 == -1 (unsigned: MAX)",
+            4),
     # np.maximum returns its second operand when both are zeros of different sign, so max and
     # min are associative and idempotent but not bitwise commutative.
     _binary("max", np.maximum, "larger operand, NaN if either is NaN", 1,

@@ -58,7 +58,8 @@ def _reduction(name: str, fn: Callable[..., np.ndarray], doc: str,
     return OpDef(name=name, doc=doc, operands=("x",),
                  attrs=(AttrSpec("axes", AttrKind.INTS),
                         AttrSpec("keepdims", AttrKind.BOOL, default=False)),
-                 infer=_infer_reduce, reference=in_f32(_reduce(fn, identity)), attr_space=_reduce_space,
+                 infer=_infer_reduce, reference=in_f32(_reduce(fn, identity)),
+                 attr_space=_reduce_space,
                  cost=CostFormula(1, per_input=True), category="reduce")
 
 

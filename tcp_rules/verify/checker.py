@@ -258,8 +258,9 @@ def _elements(dtype: DType, finite: bool) -> st.SearchStrategy[object]:
     if dtype.is_int:
         info = np.iinfo(dtype.np_dtype)
         return st.sampled_from(pool) | st.integers(int(info.min), int(info.max))
-    width = 64 if dtype is DType.F64 else 16 if dtype is DType.F16 else 32  # bf16 rounds
-    floats = st.floats(width=width, allow_nan=not finite, allow_infinity=not finite)
+    kw = {"allow_nan": not finite, "allow_infinity": not finite}
+    floats = (st.floats(width=64, **kw) if dtype is DType.F64 else  # bf16: f32s, rounded
+              st.floats(width=16, **kw) if dtype is DType.F16 else st.floats(width=32, **kw))
     return st.sampled_from(pool) | floats
 
 

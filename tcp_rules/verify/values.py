@@ -50,9 +50,9 @@ def finite_values(dtype: DType) -> list[float | int | bool]:
 
 def full_mantissa(dtype: DType, rng: np.random.Generator, n: int) -> np.ndarray:
     """``n`` values with every significant bit random: floats of either sign and any magnitude
-    from 1e-7 to 1e4 (f16: 1e-2 to 1e2; small ones test relative error near zero), integers anywhere in the
-    dtype's range. Simple values (0, 1, 0.5, powers of two) hide rounding: x * 3 / 3 is x for
-    all of them, and so is an i32's trip through f32."""
+    from 1e-7 to 1e4 (f16: 1e-2 to 1e2; small ones test relative error near zero), integers
+    anywhere in the dtype's range. Simple values (0, 1, 0.5, powers of two) hide rounding:
+    x * 3 / 3 is x for all of them, and so is an i32's trip through f32."""
     if dtype is DType.I1:
         return rng.random(n) < 0.5
     if dtype.is_int:
