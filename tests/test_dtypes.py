@@ -217,3 +217,30 @@ def test_storage_floats_and_signedness_sets() -> None:
     assert {DType.U8, DType.U16, DType.U32, DType.U64} == UNSIGNED
     assert not DType.I1.is_unsigned and not DType.I1.is_int
     assert all(dt in DType for dt in NEW)
+
+
+# The optimizer keeps every literal of the new types -------------------------------------------
+
+def test_integers_beyond_float64_survive_the_optimizer() -> None:
+    """u64 literals above 2**53 have codes of their own in the e-graph: float64 would merge
+    2**53 + 1 with 2**53, and 2**64 - 1 with 2**64 - 2."""
+    from tcp_rules.diagnostics import Source
+    from tcp_rules.egraph.saturate import Limits
+    from tcp_rules.elaborate import load_program
+    from tcp_rules.interpret import evaluate
+    from tcp_rules.optimize import OptOptions, optimize
+    from tcp_rules.rules.library import load_standard_library
+
+    text = """func f(x: u64[N], h: f16[N]) -> (u64[N], u64[N], f16[N]) {
+      a = add(x, 9007199254740993)
+      b = max(add(x, 9007199254740992), 18446744073709551614)
+      return a, mul(b, 18446744073709551615), add(mul(h, 0.1), 0.1)
+    }"""
+    func = load_program(Source("t.tcp", text)).funcs[0]
+    options = OptOptions(isolate=False, limits=Limits(iterations=6, nodes=5000, seconds=20))
+    result = optimize(func, load_standard_library().rules, options)
+    assert result.report.error is None, result.report.error
+    x = np.array([0, 1, 2**64 - 1, 2**63], np.uint64)
+    h = np.array([1.0, -2.5, 65504.0, np.nan], np.float16)
+    for got, want in zip(evaluate(result.func, [x, h]), evaluate(func, [x, h]), strict=True):
+        assert_same(got, want)
