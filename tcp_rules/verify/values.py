@@ -87,7 +87,8 @@ def _ordinary(dtype: DType, rng: np.random.Generator, shape: tuple[int, ...]) ->
     if dtype.is_int:
         small = rng.integers(0 if dtype.is_unsigned else -20, 21, size=shape or None)
         return small.astype(dtype.np_dtype) if shape else int(small)
-    scale = 10.0 ** rng.uniform(-3, 3, size=shape or None)
+    lo, hi = (-2, 0.5) if dtype is DType.F16 else (-3, 3)  # f16: see finite_values
+    scale = 10.0 ** rng.uniform(lo, hi, size=shape or None)
     vals = rng.standard_normal(size=shape or None) * scale
     return vals.astype(dtype.np_dtype) if shape else float(vals)
 
