@@ -196,3 +196,24 @@ def test_engines_agree(op: str, dt: DType, attrs: dict[str, Any], seed: int, m: 
         assert_bits(got, ref, f"compiled vs reference: {op} {dt} {attrs}")
     else:
         assert_close_to_reference([got], func, args, f"{op} {dt}")
+
+
+def test_matmul_epilogue_reads_and_writes_narrow_types() -> None:
+    """An f32 matmul kernel whose epilogue loads bf16 and stores f16 (vector conversions)."""
+    from codegen.support import fuse_everything
+
+    from tcp_rules.codegen.lower import lower_func
+    from tcp_rules.codegen.matmul import MatmulKernel
+
+    f = tb.FuncBuilder("epi")
+    a, b = f.param("a", "f32[M, K]"), f.param("b", "f32[K, N]")
+    c = f.param("c", "bf16[M, N]")
+    f.ret(tb.cast(tb.add(tb.matmul(a, b), tb.cast(c, to=DType.F32)), to=DType.F16))
+    func = fuse_everything(f.finish())
+    assert [type(s.kernel) for s in lower_func(func).steps] == [MatmulKernel]
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal((33, 20)).astype(np.float32),
+          rng.standard_normal((20, 45)).astype(np.float32),
+          rng.standard_normal((33, 45)).astype(DType.BF16.np_dtype)]
+    xs[2][0, :3] = [np.inf, np.nan, -0.0]
+    assert_close_to_reference(compile_func(func)(*xs), func, xs, "epilogue")
