@@ -7,8 +7,8 @@ from typing import Any
 
 from egglog import bindings
 
-from tcp_rules.egraph.tables import NONE_BOUND, BigInt, Tables, bits_scalar
 from tcp_rules.egraph.schema import OP_OF_CONSTRUCTOR
+from tcp_rules.egraph.tables import NONE_BOUND, BigInt, Tables, bits_scalar
 from tcp_rules.ops import AttrKind, OpDef
 from tcp_rules.sorts import Sort
 from tcp_rules.types import DType, TensorType

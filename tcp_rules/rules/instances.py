@@ -37,9 +37,10 @@ from tcp_rules.sorts import Sort
 from tcp_rules.types import Dim, DType, TensorType
 
 MAX_RANK = 3
-# One of each kind of dtype: a rule whose right side holds a literal that an unsigned or f16
-# context cannot hold (-1, 1e5) is a type error on u8 and f16 instances.
-DEFAULT_DTYPES = (DType.F32, DType.I32, DType.I1, DType.U8, DType.F16)
+DEFAULT_DTYPES = (DType.F32, DType.I32, DType.I1)
+# Dtypes whose literals have narrower ranges: a rule whose right side holds a literal an
+# unsigned or f16 context cannot hold (-1, 1e5) is a type error there (rules.typecheck).
+NARROW_DTYPES = (DType.U8, DType.F16)
 CONST_VALUES = (0, 1, -1, 2, 0.5)  # what a splat-constant variable is tried with
 
 
