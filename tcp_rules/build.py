@@ -22,7 +22,7 @@ from tcp_rules.diagnostics import Span, TcpError
 from tcp_rules.ir import Apply, Func, Param, Value, attrs_with_defaults
 from tcp_rules.ops import OPS, AttrKind, AttrSpec, OpDef, ShapeError
 from tcp_rules.sorts import Sort, apply_sort
-from tcp_rules.types import DenseData, Dim, DType, TensorType
+from tcp_rules.types import DenseData, Dim, DType, TensorType, is_float_array
 
 Scalar = int | float | bool
 
@@ -86,11 +86,15 @@ def normalize_attr(spec: AttrSpec, value: Any) -> Any:
                 arr = np.array(value)
             except ValueError:
                 raise bad("a rectangular nested list of numbers") from None
-            if arr.dtype == object or arr.dtype.kind not in "biuf":
+            if is_float_array(arr):  # bf16 arrays (NumPy kind 'V') included
+                return DenseData(arr.astype(np.float64))
+            if arr.dtype == object or arr.dtype.kind not in "biu":
                 raise bad("a rectangular nested list of numbers")
             # One canonical storage type per kind, so equal constants compare equal whatever
-            # they were written as (parsed text, or a float32 array in the builder).
-            canonical = {"b": np.bool_, "i": np.int64, "u": np.int64, "f": np.float64}
+            # they were written as (parsed text, or a float32 array in the builder); u64
+            # values beyond the i64 range keep uint64.
+            big = arr.dtype.kind == "u" and arr.size and int(arr.max()) > np.iinfo(np.int64).max
+            canonical = {"b": np.bool_, "i": np.int64, "u": np.uint64 if big else np.int64}
             return DenseData(arr.astype(canonical[arr.dtype.kind]))
     raise AssertionError(spec.kind)
 
@@ -215,8 +219,8 @@ def format_scalar(v: Scalar) -> str:
 def _as_operand(x: Any) -> Operand:
     if isinstance(x, Value | Literal):
         return x
-    if isinstance(x, np.generic) and x.dtype.kind in "biuf":
-        return Literal(x.item())
+    if isinstance(x, np.generic) and (x.dtype.kind in "biu" or is_float_array(x.dtype)):
+        return Literal(float(x) if is_float_array(x.dtype) else x.item())
     if isinstance(x, bool | int | float):
         return Literal(x)
     raise TypeError(f"expected a tensor value or a scalar, got {x!r}")

@@ -19,7 +19,7 @@ from tcp_rules.frontends import identifier
 from tcp_rules.interpret import concretize
 from tcp_rules.ir import Func
 from tcp_rules.memory import available_bytes, nbytes, require
-from tcp_rules.types import TensorType
+from tcp_rules.types import DType, TensorType
 
 
 def load_inputs(paths: str | Path | Sequence[str | Path], func: Func, *,
@@ -49,7 +49,7 @@ def load_inputs(paths: str | Path | Sequence[str | Path], func: Func, *,
     if extra:
         raise TcpError.at(f"{where} has array(s) {', '.join(extra)} that func {func.name} has "
                           f"no parameter for (parameters: {', '.join(names)})")
-    return [arrays[n] for n in names]
+    return [_as_param(arrays[p.param], p.type) for p in func.params]
 
 
 def read_npz(path: str | Path) -> dict[str, np.ndarray]:
@@ -76,6 +76,15 @@ def read_npz(path: str | Path) -> dict[str, np.ndarray]:
         for member in zf.namelist():
             arrays[member.removesuffix(".npy")] = _read_member(path, zf, member, avail)
     return arrays
+
+
+def _as_param(a: np.ndarray, t: TensorType) -> np.ndarray:
+    """NumPy's .npz format has no bfloat16: it stores such arrays as 2-byte voids (``|V2``),
+    which a bf16 parameter reads as the bits they are."""
+    if t.dtype is DType.BF16 and a.dtype.kind == "V" and a.dtype.itemsize == 2 \
+            and a.dtype.fields is None:
+        return a.view(DType.BF16.np_dtype)
+    return a
 
 
 def _check_regular(path: str | Path) -> None:
@@ -162,7 +171,8 @@ def random_array(t: TensorType, rng: np.random.Generator) -> np.ndarray:
     if t.dtype.is_float:
         return rng.standard_normal(shape).astype(t.dtype.np_dtype)
     if t.dtype.is_int:
-        return rng.integers(-100, 100, size=shape).astype(t.dtype.np_dtype)
+        lo = 0 if t.dtype.is_unsigned else -100
+        return rng.integers(lo, 100, size=shape).astype(t.dtype.np_dtype)
     return rng.random(shape) < 0.5
 
 

@@ -14,35 +14,74 @@ from dataclasses import dataclass
 from itertools import product as cartesian
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 
 class DType(enum.Enum):
-    """The element types of TCP tensors (signless integers, i1 for booleans)."""
+    """The element types of TCP tensors (integers of both signednesses, i1 for booleans).
 
+    f16 and bf16 are storage types: every op on them computes in f32 and rounds its result to
+    the storage type (round to nearest even), so they share f32's code paths and accuracy.
+    Unsigned integers wrap modulo 2**n and compare, divide and convert as unsigned numbers.
+    """
+
+    F16 = "f16"
+    BF16 = "bf16"
     F32 = "f32"
     F64 = "f64"
+    I8 = "i8"
+    I16 = "i16"
     I32 = "i32"
     I64 = "i64"
+    U8 = "u8"
+    U16 = "u16"
+    U32 = "u32"
+    U64 = "u64"
     I1 = "i1"
 
     @property
     def np_dtype(self) -> np.dtype[Any]:
         """The NumPy dtype that stores this element type."""
-        return np.dtype(_NP[self])
+        return _NP[self]
 
     @property
     def is_float(self) -> bool:
-        return self in (DType.F32, DType.F64)
+        return self in FLOATS
 
     @property
     def is_int(self) -> bool:
-        """True for the integer types that support arithmetic (i32, i64)."""
-        return self in (DType.I32, DType.I64)
+        """True for the integer types that support arithmetic (signed and unsigned, not i1)."""
+        return self in INTS
+
+    @property
+    def is_signed(self) -> bool:
+        """True for the two's complement integer types i8..i64."""
+        return self in SIGNED
+
+    @property
+    def is_unsigned(self) -> bool:
+        """True for u8..u64 (i1 is a boolean, not an unsigned integer)."""
+        return self in UNSIGNED
+
+    @property
+    def is_storage_float(self) -> bool:
+        """True for f16 and bf16, which ops compute in f32 and round to storage."""
+        return self in STORAGE_FLOATS
+
+    @property
+    def compute(self) -> DType:
+        """The dtype ops compute in: f32 for f16 and bf16, the dtype itself otherwise."""
+        return DType.F32 if self in STORAGE_FLOATS else self
 
     @property
     def is_bool(self) -> bool:
         return self is DType.I1
+
+    @property
+    def bits(self) -> int:
+        """Width in bits (1 for i1)."""
+        return 1 if self is DType.I1 else 8 * self.itemsize
 
     @property
     def itemsize(self) -> int:
@@ -63,19 +102,39 @@ class DType(enum.Enum):
     @staticmethod
     def from_numpy(dt: np.dtype) -> DType | None:
         """The dtype stored as ``dt``, or None if TCP has no such element type."""
-        for d, name in _NP.items():
-            if np.dtype(name) == dt:
+        for d, stored in _NP.items():
+            if stored == dt:
                 return d
         return None
 
 
-_NP = {DType.F32: "float32", DType.F64: "float64", DType.I32: "int32", DType.I64: "int64",
-       DType.I1: "bool"}
+_NP: dict[DType, np.dtype[Any]] = {
+    DType.F16: np.dtype(np.float16), DType.BF16: np.dtype(ml_dtypes.bfloat16),
+    DType.F32: np.dtype(np.float32), DType.F64: np.dtype(np.float64),
+    DType.I8: np.dtype(np.int8), DType.I16: np.dtype(np.int16),
+    DType.I32: np.dtype(np.int32), DType.I64: np.dtype(np.int64),
+    DType.U8: np.dtype(np.uint8), DType.U16: np.dtype(np.uint16),
+    DType.U32: np.dtype(np.uint32), DType.U64: np.dtype(np.uint64), DType.I1: np.dtype(bool)}
 
-FLOATS = frozenset({DType.F32, DType.F64})
-INTS = frozenset({DType.I32, DType.I64})
+STORAGE_FLOATS = frozenset({DType.F16, DType.BF16})
+FLOATS = STORAGE_FLOATS | {DType.F32, DType.F64}
+SIGNED = frozenset({DType.I8, DType.I16, DType.I32, DType.I64})
+UNSIGNED = frozenset({DType.U8, DType.U16, DType.U32, DType.U64})
+INTS = SIGNED | UNSIGNED
 NUMERIC = FLOATS | INTS
 ALL_DTYPES = NUMERIC | {DType.I1}
+
+
+def is_float_array(a: np.ndarray | np.dtype[Any]) -> bool:
+    """True for arrays (or dtypes) of a float type, bf16 included (whose NumPy kind is 'V')."""
+    dt = a if isinstance(a, np.dtype) else a.dtype
+    return dt.kind == "f" or dt == _NP[DType.BF16]
+
+
+def finfo(dt: DType | np.dtype[Any]) -> Any:
+    """Machine limits of a float dtype, bf16 included (np.finfo does not know it)."""
+    np_dt = dt.np_dtype if isinstance(dt, DType) else dt
+    return ml_dtypes.finfo(np_dt)
 
 
 Monomial = tuple[str, ...]  # sorted symbol names, repeated for powers

@@ -37,7 +37,7 @@ from tcp_rules.codegen.mathlib import ULP_BOUNDS
 from tcp_rules.interpret import _concrete_attrs, bind_symbols, evaluate
 from tcp_rules.ir import Apply, Func, Param
 from tcp_rules.ops import IDENTITY_OPS, OPS
-from tcp_rules.types import DType, TensorType
+from tcp_rules.types import DType, TensorType, finfo, is_float_array
 
 # Derivative bounds of the math functions (|f'| over the reals) for the operand's error.
 _LIPSCHITZ = {"tanh": 1.0, "sigmoid": 0.25, "erf": 2 / math.sqrt(math.pi), "atan": 1.0,
@@ -48,8 +48,9 @@ _MOVEMENT = frozenset(n for n, op in OPS.items() if op.category == "movement") |
 
 
 def unit_roundoff(dtype: np.dtype) -> float:
-    """u = 2**-24 for f32, 2**-53 for f64: the relative error of one correct rounding."""
-    return float(np.finfo(dtype).eps) / 2
+    """u = 2**-24 for f32, 2**-53 for f64, 2**-11 for f16, 2**-8 for bf16: the relative error
+    of one correct rounding."""
+    return float(finfo(dtype).eps) / 2
 
 
 def gamma(n: int | np.ndarray, dtype: np.dtype) -> float | np.ndarray:
@@ -66,7 +67,7 @@ def dot_bound(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _rnd(v: np.ndarray, dtype: np.dtype, k: float = 1.0) -> np.ndarray:
     """k roundings of a result of magnitude |v|."""
-    tiny = float(np.finfo(dtype).smallest_subnormal)
+    tiny = float(finfo(dtype).smallest_subnormal)
     return k * (unit_roundoff(dtype) * np.abs(v) + tiny)
 
 
@@ -130,6 +131,16 @@ def _elementwise(op: str, args: list[np.ndarray], errs: list[np.ndarray], v: np.
         return carry + _ulps(v, dt, _FN_ULPS["log"])
     if op in _LIPSCHITZ:
         return _LIPSCHITZ[op] * ea + _ulps(v, dt, _FN_ULPS[op])
+    if op in ("pow", "atan2"):  # libm in both engines: REFERENCE_ULPS, plus the carried errors
+        x, y = a, np.abs(args[1].astype(np.float64))
+        ex, ey = ea, errs[1]
+        with np.errstate(all="ignore"):
+            if op == "atan2":  # |d/dx| = |y| / (x^2 + y^2), |d/dy| = |x| / (x^2 + y^2)
+                carry = (y * ex + x * ey) / (x * x + y * y)
+            else:  # |d/dx| = |y v / x|, |d/dy| = |v log x|
+                carry = y * np.abs(v) / x * ex + np.abs(v * np.log(x)) * ey
+            carry = np.where((ex == 0) & (ey == 0), 0.0, np.nan_to_num(carry, nan=np.inf))
+        return carry + _ulps(v, dt, REFERENCE_ULPS)
     if op in ("floor", "ceil", "round", "round_even"):
         return np.where(ea > 0, ea + 1.0, 0.0)  # a jump of 1 where the operand is inexact
     raise NotImplementedError(f"no error bound for {op}")
@@ -159,13 +170,21 @@ def _propagate(func: Func, arrays: Sequence[np.ndarray], trace: dict[int, np.nda
         op, attrs = val.op.name, _concrete_attrs(val, env)
         args = [trace[id(o)] for o in val.operands]
         errs = [err[id(o)] for o in val.operands]
-        dt = args[0].dtype if args and args[0].dtype.kind == "f" else out.dtype
+        dt = args[0].dtype if args and is_float_array(args[0]) else out.dtype
+        # f16 and bf16 compute in f32 and round the result to storage once (types.DType)
+        store = DType.from_numpy(out.dtype)
+        rounds_to_storage = store is not None and store.is_storage_float
+        low = DType.from_numpy(dt)
+        dt = np.dtype(np.float32) if low is not None and low.is_storage_float else dt
         if op in _MOVEMENT:
             if op == "gather" and errs[1].any():
                 raise NotImplementedError("gather with inexact indices")
             # The same movement applied to the errors (f64, so nothing rounds them).
             operands = [errs[0], args[1]] if op == "gather" else errs
             e = val.op.reference(operands, attrs, TensorType.of(DType.F64, out.shape))
+        elif not is_float_array(out) and val.op.category not in ("compare", "select", "cast"):
+            # integer arithmetic: exact on exact operands, anything on inexact ones
+            e = np.full(out.shape, np.inf if any((x > 0).any() for x in errs) else 0.0)
         elif val.op.category == "reduce":
             e = _reduce(op, args[0], errs[0], attrs, out)
         elif op in ("matmul", "load_matmul"):
@@ -178,16 +197,20 @@ def _propagate(func: Func, arrays: Sequence[np.ndarray], trace: dict[int, np.nda
             c, t, f = args
             either = np.abs(t.astype(np.float64) - f) + np.maximum(errs[1], errs[2])
             e = np.where(errs[0] > 0, either, np.where(c, errs[1], errs[2]))
-        elif op == "cast":
-            e = errs[0] + (_rnd(out, out.dtype) if out.dtype.kind == "f" else
-                           np.where(errs[0] > 0, 1.0, 0.0))
+        elif op == "cast":  # to f16 and bf16 through f32: two roundings
+            e = errs[0] + (_rnd(out, np.float32) * rounds_to_storage if is_float_array(out)
+                           else 0.0) + (_rnd(out, out.dtype) if is_float_array(out) else
+                                        np.where(errs[0] > 0, 1.0, 0.0))
+            rounds_to_storage = False
         else:
             e = _elementwise(op, args, errs, out, dt)
+        if rounds_to_storage and op not in _MOVEMENT and val.op.category != "select":
+            e = e + _rnd(out, out.dtype)
         # A special value (inf, NaN) must be the same in both engines (assert_within checks the
         # results): it carries no error. A bound that is NaN (inf * 0 beside a special) means
         # no bound.
         e = np.asarray(e, dtype=np.float64).reshape(out.shape)
-        fin = np.isfinite(out) if out.dtype.kind == "f" else True
+        fin = np.isfinite(out) if is_float_array(out) else True
         err[id(val)] = np.where(fin, np.nan_to_num(e, nan=np.inf), 0.0)
     return tuple(err[id(r)] for r in func.results)
 

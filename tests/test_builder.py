@@ -191,8 +191,9 @@ TYPE_ERRORS = [
      "reshape: cannot tell the type of literal 1.0 here"),
     ("two literals", lambda a: tb.add(1.0, 2.0), ("f32[N]",),
      "add: cannot tell the type of literal 1.0 here"),
-    ("cast dtype", lambda a: tb.cast(a, to="f16"), ("f32[N]",),
-     "cast: unknown dtype 'f16' (known: f32, f64, i32, i64, i1)"),
+    ("cast dtype", lambda a: tb.cast(a, to="f8"), ("f32[N]",),
+     "cast: unknown dtype 'f8' (known: f16, bf16, f32, f64, i8, i16, i32, i64, u8, u16, u32, "
+     "u64, i1)"),
     ("unknown op", lambda a: tb.apply_op("addd", a, a), ("f32[N]",), "unknown op 'addd'"),
 ]
 
@@ -218,7 +219,8 @@ def test_builder_messages_name_the_op_once() -> None:
 
 
 @pytest.mark.parametrize(("type_text", "message"), [
-    ("f16[N]", "unknown dtype 'f16' (known: f32, f64, i32, i64, i1)"),
+    ("f8[N]", "unknown dtype 'f8' (known: f16, bf16, f32, f64, i8, i16, i32, i64, u8, u16, u32, "
+              "u64, i1)"),
     ("f32[N, -1]", "a dim is a non-negative integer, a symbol, or +, -, * of those"),
     ("f32[N", "syntax error: unexpected end of file"),
     ("f32", "syntax error: unexpected end of file; expected '['"),

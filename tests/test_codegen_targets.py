@@ -207,3 +207,57 @@ def test_lower_targets_run_matmul_with_their_tiles(target: str) -> None:
     # Random floats: fused (v3, v4) or not (x86-64, v2), within the rounding bound.
     xa, xb = rng.standard_normal((37, 300)).astype(np.float32), xb.repeat(11, axis=0)[:300]
     assert_close_to_reference(cf(xa, xb), func, [xa, xb], target)
+
+
+def _narrow_dtypes_func() -> tb.Func:
+    """Every new dtype through loads, stores, arithmetic, math, casts, reductions and matmul."""
+    f = tb.FuncBuilder("narrow")
+    h, g = f.param("h", "f16[M, K]"), f.param("g", "bf16[K, N]")
+    u, s = f.param("u", "u8[M, K]"), f.param("s", "i16[M, K]")
+    w = f.param("w", "u64[M, K]")
+    hh = tb.exp(tb.add(h, tb.cast(s, to=DType.F16)))
+    gg = tb.cast(tb.sigmoid(g), to=DType.F16)
+    uu = tb.div(tb.max(u, tb.cast(s, to=DType.U8)), tb.cast(h, to=DType.U8))
+    f.ret(tb.matmul(hh, gg), tb.reduce_sum(tb.cast(g, to=DType.BF16), axes=[0]),
+          tb.lt(uu, tb.cast(w, to=DType.U8)), tb.cast(tb.cast(w, to=DType.F32), to=DType.I8),
+          tb.matmul(tb.cast(s, to=DType.I8), tb.cast(tb.transpose(s, perm=[1, 0]), to=DType.I8)))
+    return f.finish()
+
+
+# Conversions LLVM would lower to libcalls the JIT cannot resolve (x86 without F16C, or bf16).
+_LIBCALLS = (b"__extendhfsf2", b"__truncsfhf2", b"__truncdfhf2", b"__truncsfbf2",
+             b"__extendbfsf2", b"__gnu_h2f_ieee", b"__gnu_f2h_ieee")
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_narrow_dtypes_compile_for_every_target_without_libcalls(target: str) -> None:
+    """f16 and bf16 convert with integer operations, so no target needs a conversion libcall."""
+    func = _narrow_dtypes_func()
+    with jit.targeting(target):
+        for f in (func, fuse_everything(func)):
+            for st in lower_func(f).steps:
+                _, syms = kernel_symbols(st.kernel)
+                obj = _compile("narrow", module_ir(st.kernel, syms[0]),
+                               not isinstance(st.kernel, matmul.MatmulKernel))
+                assert not [c for c in _LIBCALLS if c in obj], (target, st.kernel)
+
+
+@pytest.mark.parametrize("target", LOWER)
+def test_lower_targets_run_narrow_dtypes_with_the_reference_bits(target: str) -> None:
+    func = _narrow_dtypes_func()
+    rng = np.random.default_rng(4)
+    m, k, n = 9, 7, 11
+    h = rng.standard_normal((m, k)).astype(np.float16)
+    h[0, :4] = [np.inf, np.nan, -0.0, 6e-8]
+    g = (rng.standard_normal((k, n)) * 3).astype(DType.BF16.np_dtype)
+    u = rng.integers(0, 256, (m, k)).astype(np.uint8)
+    s = rng.integers(-2**15, 2**15, (m, k)).astype(np.int16)
+    w = rng.integers(0, 2**64, (m, k), dtype=np.uint64)
+    inputs = [h, g, u, s, w]
+    with jit.targeting(target):
+        got = compile_func(func)(*inputs)
+    want = evaluate(func, inputs)
+    for i in (2, 3, 4):  # integer results: exact
+        assert_same(got[i], want[i], f"{target} result {i}")
+    # f16/bf16 sums and products: f32 sums in another order, rounded once to 16 bits
+    assert_close_to_reference(got, func, inputs, target)

@@ -25,7 +25,7 @@ from tcp_rules.interpret import evaluate
 from tcp_rules.ir import Value
 from tcp_rules.ops import OPS, OpDef, ShapeError, identity_value
 from tcp_rules.sorts import Sort
-from tcp_rules.types import Dim, DType, TensorType
+from tcp_rules.types import Dim, DType, TensorType, is_float_array
 
 INF, NAN = math.inf, math.nan
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
@@ -63,7 +63,7 @@ def assert_same(actual: np.ndarray, expected: np.ndarray, rtol: float = 0.0) -> 
     """Equal dtype and shape; floats bit for bit (any NaN matches any NaN, zeros by sign)."""
     assert actual.dtype == expected.dtype, f"dtype {actual.dtype}, expected {expected.dtype}"
     assert actual.shape == expected.shape, f"shape {actual.shape}, expected {expected.shape}"
-    if expected.dtype.kind != "f":
+    if not is_float_array(expected):
         assert np.array_equal(actual, expected), f"{actual!r} != {expected!r}"
         return
     nan = np.isnan(expected)
@@ -469,15 +469,26 @@ SPECIAL: dict[DType, list[Any]] = {
     DType.I32: [0, 1, -1, 2, -7, 65536, I32_MIN, I32_MAX, I32_MIN + 1],
     DType.I64: [0, 1, -1, 2, -7, 2**32, I64_MIN, I64_MAX, I64_MIN + 1],
     DType.I1: [False, True],
+    # f16: largest finite, smallest normal and denormal, a value that rounds; bf16 likewise.
+    DType.F16: [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1.5, INF, -INF, NAN, 2.0**-24, 6.1035e-05,
+                65504.0, -65504.0, 7.0, 0.1],
+    DType.BF16: [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1.5, INF, -INF, NAN, 9.2e-41, 1.18e-38,
+                 3.3895e38, -3.3895e38, 7.0, 0.1],
+    DType.I8: [0, 1, -1, 2, -7, 100, -128, 127, -127],
+    DType.I16: [0, 1, -1, 2, -7, 256, -(2**15), 2**15 - 1, -(2**15) + 1],
+    DType.U8: [0, 1, 2, 7, 128, 255, 254],
+    DType.U16: [0, 1, 2, 7, 2**15, 2**16 - 1, 2**16 - 2],
+    DType.U32: [0, 1, 2, 7, 2**31, 2**32 - 1, 2**32 - 2],
+    DType.U64: [0, 1, 2, 7, 2**63, 2**64 - 1, 2**64 - 2],
 }
 
 
 def sample(dtype: DType, n_random: int = 12) -> np.ndarray:
     """Special values of ``dtype`` followed by random ones."""
-    special = np.array(SPECIAL[dtype], dtype=dtype.np_dtype)
+    special = np.array(SPECIAL[dtype], dtype=object).astype(dtype.np_dtype)
     if dtype.is_float:
         extra = (RNG.standard_normal(n_random) * 10.0 ** RNG.integers(-3, 4, n_random))
-        extra = np.round(extra, RNG.integers(0, 3)).astype(dtype.np_dtype)
+        extra = np.round(extra, RNG.integers(0, 3)).astype(np.float32).astype(dtype.np_dtype)
     elif dtype.is_int:
         info = np.iinfo(dtype.np_dtype)
         extra = RNG.integers(info.min, info.max, n_random, dtype=dtype.np_dtype, endpoint=True)

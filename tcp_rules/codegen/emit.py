@@ -45,8 +45,14 @@ from tcp_rules.codegen.llvm_ops import emit_op, np_max, np_min
 from tcp_rules.codegen.padding import inside, masked_load, pad_index
 from tcp_rules.codegen.scopes import KernelError, compute_scopes, needs_tiling
 from tcp_rules.codegen.stash import find_stash
+from tcp_rules.codegen.storage import const_value, load_value, quantize, store_value
 from tcp_rules.ops import identity_value
 from tcp_rules.types import DType
+
+# Ops whose f32 result on f16 or bf16 operands is already a value of that type (selection,
+# sign, rounding to an integer): no rounding to storage after them.
+EXACT_IN_STORAGE = frozenset({"neg", "abs", "max", "min", "select", "floor", "ceil", "round",
+                              "round_even"})
 
 F64_SUM_BLOCK = 1024  # f64 sums add blocks of this many terms, then the block sums
 TILE = 16  # transposing kernels run over TILE x TILE blocks, so both sides stay in cache
@@ -73,10 +79,15 @@ class BodyEmitter:
                 return self.const(n.dtype, v)
             case Op(op=op, args=args, attrs=attrs):
                 vals = [self.value(a) for a in args]
-                return emit_op(self.e, op, vals, [a.dtype for a in args], dict(attrs), n.dtype)
+                v = emit_op(self.e, op, vals, [a.dtype.compute for a in args], dict(attrs),
+                            n.dtype.compute)
+                return v if op in EXACT_IN_STORAGE else quantize(self.e, v, n.dtype)
             case ClampIndex(value=v, extent=ext):
-                x = self.value(v)
-                x = self.e.b.sext(x, I64) if x.type.width < 64 else x
+                x, unsigned = self.value(v), v.dtype.is_unsigned
+                if x.type.width < 64:
+                    x = (self.e.b.zext if unsigned else self.e.b.sext)(x, I64)
+                elif unsigned:  # beyond the i64 range is beyond the end
+                    x = self.e.intrinsic("umin", [x, ir.Constant(I64, 2**63 - 1)])
                 hi = self.e.b.sub(self.size(ext), ir.Constant(I64, 1))
                 x = self.e.intrinsic("smin", [x, hi])
                 return self.e.intrinsic("smax", [x, ir.Constant(I64, 0)])
@@ -94,7 +105,7 @@ class BodyEmitter:
         raise KernelError(f"cannot emit {n!r}")
 
     def const(self, dt: DType, v: float | int | bool) -> ir.Value:
-        return self.e.const(reg_type(dt), v)
+        return self.e.const(reg_type(dt), const_value(dt, v))
 
     def size(self, s: Size) -> ir.Value:
         raise NotImplementedError
@@ -209,8 +220,9 @@ class KernelEmitter(BodyEmitter):
 
     def compute(self, n: Node) -> ir.Value:
         if self.stash is not None and n == self.stash.twin:  # stored by the row reduction
-            return self.e.load(mem_type(n.dtype), self.address(len(self.k.buffers) - 1,
-                                                               self.k.out_map()))
+            v = self.e.load(mem_type(n.dtype), self.address(len(self.k.buffers) - 1,
+                                                            self.k.out_map()))
+            return load_value(self.e, v, n.dtype)
         return super().compute(n)
 
     def load(self, n: Load) -> ir.Value:
@@ -221,14 +233,10 @@ class KernelEmitter(BodyEmitter):
         ty, ptr = mem_type(buf.dtype), self.address(n.buf, n.index)
         if n.mask is not None and n.other is not None:  # constant padding
             mask = self.value(n.mask)
-            v = masked_load(self.e, ty, ptr, mask, buf.dtype.itemsize)
-            if buf.dtype is DType.I1:
-                v = self.e.b.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
-            return self.e.b.select(mask, v, self.value(n.other))
-        v = self.e.load(ty, ptr)
-        if buf.dtype is DType.I1:
-            return self.e.b.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
-        return v
+            raw = masked_load(self.e, ty, ptr, mask, buf.dtype.itemsize)
+            return self.e.b.select(mask, load_value(self.e, raw, buf.dtype),
+                                   self.value(n.other))
+        return load_value(self.e, self.e.load(ty, ptr), buf.dtype)
 
     # Loops -------------------------------------------------------------------------------------
 
@@ -298,15 +306,13 @@ class KernelEmitter(BodyEmitter):
 
     def store(self) -> None:
         k = self.k
-        v = self.value(k.value)
-        if k.output.dtype is DType.I1:
-            v = self.e.b.zext(v, mem_type(DType.I1))
+        v = store_value(self.e, self.value(k.value), k.output.dtype)
         self.e.b.store(v, self.address(len(k.buffers) - 1, k.out_map()))
 
     def reduce(self, n: Reduce) -> ir.Value:
         b, e = self.e.b, self.e
         dt = n.dtype
-        acc_t = reg_type(DType.F64 if dt is DType.F32 and n.kind == "sum" else dt)
+        acc_t = reg_type(DType.F64 if dt.compute is DType.F32 and n.kind == "sum" else dt)
         init = {"sum": 0, "prod": 1,  # NumPy's sums start at +0.0: sum([-0.0]) == 0.0
                 "max": identity_value(float("-inf"), dt),
                 "min": identity_value(float("inf"), dt)}[n.kind]
@@ -342,14 +348,16 @@ class KernelEmitter(BodyEmitter):
         else:
             update(acc)
         r = b.load(acc)
-        return b.fptrunc(r, reg_type(dt)) if acc_t != reg_type(dt) else r
+        r = b.fptrunc(r, reg_type(dt)) if acc_t != reg_type(dt) else r
+        return quantize(e, r, dt)  # f16 and bf16 sum in f32 (and f64), then round once
 
     def _stash_store(self) -> None:
         """Store the stashed body value at the output element the reduction index stands for."""
         assert self.stash is not None
         at = {self.dom[-1]: Affine.var(self.stash.var)}
         index = tuple(a.subst(at) for a in self.k.out_map())
-        self.e.b.store(self.value(self.stash.body), self.address(len(self.k.buffers) - 1, index))
+        v = store_value(self.e, self.value(self.stash.body), self.k.output.dtype)
+        self.e.b.store(v, self.address(len(self.k.buffers) - 1, index))
 
     def _combine(self, kind: str, a: ir.Value, x: ir.Value, dt: DType) -> ir.Value:
         b = self.e.b

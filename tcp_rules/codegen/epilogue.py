@@ -11,6 +11,7 @@ import llvmlite.ir as ir
 from tcp_rules.codegen.emit import BodyEmitter, KernelError
 from tcp_rules.codegen.irbase import I32, I64, IR, PTR, mem_type, reg_type
 from tcp_rules.codegen.kernel import Acc, Affine, Load, MatmulKernel, Size
+from tcp_rules.codegen.storage import const_value, load_value
 from tcp_rules.types import DType
 
 
@@ -39,7 +40,7 @@ class Epilogue(BodyEmitter):
         return self._size(s)
 
     def const(self, dt: DType, v: float | int | bool) -> ir.Value:
-        return self.e.const(ir.VectorType(reg_type(dt), self.vf), v)
+        return self.e.const(ir.VectorType(reg_type(dt), self.vf), const_value(dt, v))
 
     def acc(self, n: Acc) -> ir.Value:
         assert self.acc_value is not None
@@ -82,9 +83,7 @@ class Epilogue(BodyEmitter):
                 j = f_min(e, b.add(j0, ir.Constant(I64, lane)), last)
                 x = e.load(ty, e.gep(ty, arg, self._offset(n.buf, index, j)))
                 v = b.insert_element(v, x, ir.Constant(I32, lane))
-        if buf.dtype is DType.I1:
-            return b.icmp_unsigned("!=", v, ir.Constant(v.type, None))
-        return v
+        return load_value(e, v, buf.dtype)
 
 
 def f_min(e: IR, a: ir.Value, b: ir.Value) -> ir.Value:

@@ -18,6 +18,7 @@ F32 = ir.FloatType()
 F64 = ir.DoubleType()
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
+I16 = ir.IntType(16)
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 PTR = ir.PointerType()
@@ -60,17 +61,23 @@ def check_intrinsic(name: str, target: jit.Target | None = None) -> None:
                               f"which {lacks}")
 
 
-_REG = {DType.F32: F32, DType.F64: F64, DType.I32: I32, DType.I64: I64, DType.I1: I1}
+# Signed and unsigned integers share LLVM's signless types; the ops pick signed or unsigned
+# instructions. f16 and bf16 are f32 in registers (they compute in f32), 16 bits in memory.
+_REG = {DType.F16: F32, DType.BF16: F32, DType.F32: F32, DType.F64: F64,
+        DType.I8: I8, DType.I16: I16, DType.I32: I32, DType.I64: I64,
+        DType.U8: I8, DType.U16: I16, DType.U32: I32, DType.U64: I64, DType.I1: I1}
+_MEM = {**_REG, DType.F16: I16, DType.BF16: I16, DType.I1: I8}
 
 
 def reg_type(dt: DType) -> ir.Type:
-    """The LLVM type of a value of ``dt`` in registers (i1 for booleans)."""
+    """The LLVM type of a value of ``dt`` in registers (i1 for booleans, f32 for f16/bf16)."""
     return _REG[dt]
 
 
 def mem_type(dt: DType) -> ir.Type:
-    """The LLVM type of an element of ``dt`` in memory (NumPy stores booleans as bytes)."""
-    return I8 if dt is DType.I1 else _REG[dt]
+    """The LLVM type of an element of ``dt`` in memory (NumPy stores booleans as bytes; f16
+    and bf16 are their bits, converted by codegen.storage)."""
+    return _MEM[dt]
 
 
 def type_suffix(ty: ir.Type) -> str:

@@ -83,6 +83,11 @@ def _merge(a: tuple[tuple[str, int], ...], b: tuple[tuple[str, int], ...]
 
 # Scalar nodes ---------------------------------------------------------------------------------
 
+# The dtypes the packed matmul microkernel handles; a matmul of another dtype (f16, bf16, 8- and
+# 16-bit and unsigned integers) lowers to a plain reduction over k (lower.py).
+MATMUL_DTYPES = frozenset({DType.F32, DType.F64, DType.I32, DType.I64})
+
+
 @dataclass(frozen=True)
 class Node:
     """A scalar value of the kernel body; ``dtype`` is the element type it holds."""

@@ -4,7 +4,9 @@ Each lowering takes the operand values (scalars or vectors), their dtypes, the o
 and the result dtype, and returns the result value. Semantics follow the reference interpreter
 bit for bit where the op is exact: NumPy's max/min (NaN-propagating, ties return the second
 operand), truncating integer division with ``x / 0 == -1`` and ``MIN / -1 == MIN`` (no undefined
-behaviour), saturating casts with NaN -> 0, wrapping integer arithmetic. No fast-math flags here:
+behaviour), saturating casts with NaN -> 0, wrapping integer arithmetic; unsigned integers
+divide, compare and take max/min as unsigned. The dtypes given are register dtypes: f16 and bf16
+arrive as f32, and emit.py rounds their results to storage. No fast-math flags here:
 reassociation is only allowed in reductions (see emit.py).
 """
 
@@ -54,6 +56,8 @@ def _abs(e: IR, a: Sequence[ir.Value], dt: Sequence[DType], at: Mapping[str, Any
          out: DType) -> ir.Value:
     if dt[0].is_float:
         return e.fabs(a[0])
+    if dt[0].is_unsigned:
+        return a[0]
     return e.intrinsic("abs", [a[0], e.const(I1, 0)])  # abs(MIN) == MIN, not poison
 
 
@@ -107,6 +111,10 @@ def _div(e: IR, a: Sequence[ir.Value], dt: Sequence[DType], at: Mapping[str, Any
     if dt[0].is_float:
         return e.b.fdiv(x, y)
     b, ty = e.b, x.type
+    if dt[0].is_unsigned:  # x / 0 == MAX (all bits set, like the signed -1)
+        zero = b.icmp_unsigned("==", y, e.const(ty, 0))
+        q = b.udiv(x, b.select(zero, e.const(ty, 1), y))
+        return b.select(zero, e.const(ty, -1), q)
     zero, minus1 = b.icmp_signed("==", y, e.const(ty, 0)), b.icmp_signed("==", y, e.const(ty, -1))
     safe = b.select(b.or_(zero, minus1), e.const(ty, 1), y)  # no trap, no overflow
     q = b.sdiv(x, safe)
@@ -117,7 +125,7 @@ def _div(e: IR, a: Sequence[ir.Value], dt: Sequence[DType], at: Mapping[str, Any
 def np_max(e: IR, x: ir.Value, y: ir.Value, dt: DType) -> ir.Value:
     """np.maximum: NaN if either is NaN, otherwise the larger; on ties the second operand."""
     if not dt.is_float:
-        return e.intrinsic("smax" if dt.is_int else "umax", [x, y])
+        return e.intrinsic("smax" if dt.is_signed else "umax", [x, y])
     b = e.b
     return b.select(b.or_(b.fcmp_ordered(">", x, y), e.isnan(x)), x, y)
 
@@ -125,7 +133,7 @@ def np_max(e: IR, x: ir.Value, y: ir.Value, dt: DType) -> ir.Value:
 def np_min(e: IR, x: ir.Value, y: ir.Value, dt: DType) -> ir.Value:
     """np.minimum: NaN if either is NaN, otherwise the smaller; on ties the second operand."""
     if not dt.is_float:
-        return e.intrinsic("smin" if dt.is_int else "umin", [x, y])
+        return e.intrinsic("smin" if dt.is_signed else "umin", [x, y])
     b = e.b
     return b.select(b.or_(b.fcmp_ordered("<", x, y), e.isnan(x)), x, y)
 
@@ -161,7 +169,7 @@ def _compare(name: str) -> Lowering:
         if dt[0].is_float:  # ne is unordered: NaN != anything is true, as in NumPy
             cmp = e.b.fcmp_ordered if ordered else e.b.fcmp_unordered
             return cmp(pred, a[0], a[1])
-        if dt[0] is DType.I1:  # false < true
+        if not dt[0].is_signed:  # unsigned integers, and i1: false < true
             return e.b.icmp_unsigned(pred, a[0], a[1])
         return e.b.icmp_signed(pred, a[0], a[1])
     return lower
@@ -180,8 +188,9 @@ def _cast(e: IR, a: Sequence[ir.Value], dt: Sequence[DType], at: Mapping[str, An
 
 
 def cast_value(e: IR, x: ir.Value, src: DType, dst: DType) -> ir.Value:
-    """Convert like the reference: float->int truncates and saturates, NaN -> 0; x -> i1 is x != 0.
-    """
+    """Convert like the reference: float->int truncates and saturates (0..MAX for unsigned),
+    NaN -> 0; int->int wraps; x -> i1 is x != 0. Takes register dtypes (f32 for f16 and bf16:
+    the caller rounds a result to storage)."""
     b = e.b
     to = like(x.type, reg_type(dst))
     if src is dst:
@@ -189,13 +198,16 @@ def cast_value(e: IR, x: ir.Value, src: DType, dst: DType) -> ir.Value:
     if dst is DType.I1:
         if src.is_float:
             return b.fcmp_unordered("!=", x, e.const(x.type, 0.0))
-        return b.icmp_signed("!=", x, e.const(x.type, 0))
+        return b.icmp_unsigned("!=", x, e.const(x.type, 0))
     if src is DType.I1:
         return b.uitofp(x, to) if dst.is_float else b.zext(x, to)
     if src.is_float and dst.is_float:
-        return b.fpext(x, to) if dst is DType.F64 else b.fptrunc(x, to)
+        return b.fpext(x, to) if dst.bits > src.bits else b.fptrunc(x, to)
     if src.is_float:
-        return e.intrinsic("fptosi.sat", [x], ret=to, tys=[to, x.type])
+        sat = "fptosi.sat" if dst.is_signed else "fptoui.sat"
+        return e.intrinsic(sat, [x], ret=to, tys=[to, x.type])
     if dst.is_float:
-        return b.sitofp(x, to)
-    return b.sext(x, to) if dst.itemsize > src.itemsize else b.trunc(x, to)
+        return b.sitofp(x, to) if src.is_signed else b.uitofp(x, to)
+    if dst.bits > src.bits:
+        return b.sext(x, to) if src.is_signed else b.zext(x, to)
+    return b.trunc(x, to) if dst.bits < src.bits else x

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tcp_rules.codegen.kernel import (
+    MATMUL_DTYPES,
     Acc,
     Affine,
     Buffer,
@@ -39,6 +40,7 @@ from tcp_rules.codegen.padding import pad_reader
 from tcp_rules.codegen.plan import Plan, PlanBuffer, Step
 from tcp_rules.ir import Apply, Func, Value
 from tcp_rules.ops.fusion import broadcast_hoists
+from tcp_rules.ops.movement import literal_array
 from tcp_rules.sorts import Sort
 from tcp_rules.types import Dim, DType, dims_product
 
@@ -245,7 +247,7 @@ class Lowerer:
             value = _scalar(at["value"], dt)
             return Src(None, lambda kb, idx: Const(dt, value))
         if name == "dense":
-            data = np.ascontiguousarray(at["value"].array.astype(dt.np_dtype))
+            data = np.ascontiguousarray(literal_array(at["value"].array, dt))
             pid = self.plan.add_buffer(PlanBuffer(dt, v.type.dims, "const", data=data))
             return self._buffer_src(pid, dt)
         if name == "load":
@@ -269,6 +271,10 @@ class Lowerer:
         if name in REDUCE_KIND:
             s = Src(None, lambda kb, idx: self.reduce(kb, v, idx), 1 + srcs[0].ops)
             return s if self.inline_ok(v, s.ops) else self.materialize(v, s)
+        if name in ("matmul", "load_matmul") and dt not in MATMUL_DTYPES:
+            ops = 2 + sum(s.ops for s in srcs)
+            s = Src(None, lambda kb, idx: self.matmul_loop(kb, v, idx), ops)
+            return s if self.inline_ok(v, ops) else self.materialize(v, s)
         if name in ("matmul", "load_matmul"):
             for o in v.operands:
                 self.buf_of(self.tensor_of(o))
@@ -347,6 +353,22 @@ class Lowerer:
         kb.reducing -= 1
         return Reduce(v.type.dtype, REDUCE_KIND[v.op.name],
                       tuple((rvars[a], kb.size(x.type.dims[a])) for a in axes), body)
+
+    def matmul_loop(self, kb: KB, v: Apply, idx: Index) -> Node:
+        """A matmul the microkernel does not handle, as a sum over k of products. f16 and bf16
+        multiply and sum in f32 and round once, as the reference does; integers wrap."""
+        a, b = v.operands
+        k = kb.var()
+        batch, kv = idx[:-2], Affine.var(k)
+        kb.reducing += 1
+        x, y = self.read(a, kb, (*batch, idx[-2], kv)), self.read(b, kb, (*batch, kv, idx[-1]))
+        kb.reducing -= 1
+        dt = v.type.dtype
+        ct = dt.compute
+        if ct is not dt:
+            x, y = (Op(ct, "cast", (t,), (("to", ct),)) for t in (x, y))
+        r: Node = Reduce(ct, "sum", ((k, kb.size(a.type.dims[-1])),), Op(ct, "mul", (x, y), ()))
+        return r if ct is dt else Op(dt, "cast", (r,), (("to", dt),))
 
     def acc(self, kb: KB, v: Apply, idx: Index) -> Node:
         if (kb.reducing or not kb.allow_acc or kb.matmul not in (None, v) or idx != kb.identity

@@ -35,8 +35,9 @@ from tcp_rules.codegen import jit
 from tcp_rules.codegen.emit import KernelError
 from tcp_rules.codegen.epilogue import Epilogue, f_min
 from tcp_rules.codegen.irbase import I32, I64, IR, PTR, VOID, mem_type
-from tcp_rules.codegen.kernel import MatmulKernel, Size
+from tcp_rules.codegen.kernel import MATMUL_DTYPES, MatmulKernel, Size
 from tcp_rules.codegen.plan import StepInstance
+from tcp_rules.codegen.storage import store_value
 from tcp_rules.types import DType
 
 MC = 96  # rows per block: an MC x K block of A stays in L2 while the panels pass
@@ -128,7 +129,7 @@ class _Fn:
 
 def emit_matmul(module: ir.Module, k: MatmulKernel, sym: str) -> None:
     """Add ``sym`` and ``sym_pack`` for matmul kernel ``k`` to ``module``."""
-    if k.buffers[0].dtype not in (DType.F32, DType.F64, DType.I32, DType.I64):
+    if k.buffers[0].dtype not in MATMUL_DTYPES:
         raise KernelError(f"matmul of {k.buffers[0].dtype} is not supported")
     _emit_pack(module, k, sym + "_pack")
     _emit_compute(module, k, sym)
@@ -322,8 +323,7 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
                 epi.mask = b.icmp_signed("<", b.add(e.splat(jv, vf), lane_ids), e.splat(n, vf))
                 epi.acc_value = accs[r * nv + v]
                 val = epi.value(k.epilogue)
-                if out_buf.dtype is DType.I1:
-                    val = b.zext(val, ir.VectorType(out_ty, vf))
+                val = store_value(e, val, out_buf.dtype)
                 off = b.add(b.mul(b.add(b.mul(bi, m), i), n), jv)
                 ptr = e.gep(out_ty, bufs[-1], off)
                 e.intrinsic("masked.store", [val, ptr, ir.Constant(I32, out_buf.dtype.itemsize),

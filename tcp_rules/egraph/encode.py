@@ -9,12 +9,19 @@ from __future__ import annotations
 
 import math
 import re
-import struct
-from dataclasses import dataclass, field
 from typing import Any
 
-from tcp_rules.diagnostics import TcpError
 from tcp_rules.egraph.schema import SORT_OF_ATTR, _vec, constructor
+from tcp_rules.egraph.tables import (  # noqa: F401 - re-exported: encode is the public face
+    BIG_INT_BASE,
+    MAX_EXACT_INT,
+    NONE_BOUND,
+    BigInt,
+    Tables,
+    bits_scalar,
+    f64_text,
+    scalar_bits,
+)
 from tcp_rules.ir import Apply, Func, Param
 from tcp_rules.ops import AttrKind, OpDef
 from tcp_rules.rules.functions import Sort
@@ -34,81 +41,7 @@ from tcp_rules.rules.model import (
     TRef,
 )
 from tcp_rules.rules.sorting import forms_kernels, var_sorts
-from tcp_rules.types import DenseData, Dim, DType
-
-MAX_EXACT_INT = 2**53  # integer constants beyond this lose bits as float64
-
-
-def scalar_bits(v: int | float | bool) -> int:
-    """The identity of a scalar in the e-graph: the bits of its float64 value."""
-    if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_EXACT_INT:
-        raise TcpError.at(f"integer constant {v} is too large for the optimizer "
-                          f"(|value| <= 2**53)")
-    f = float(v)
-    if f != f:  # one NaN: payloads carry no meaning here, and NONE_BOUND must stay unreachable
-        f = float("nan")
-    return int(struct.unpack("<q", struct.pack("<d", f))[0])
-
-
-def bits_scalar(bits: int, dtype: DType) -> int | float | bool:
-    """The scalar a bit pattern stands for, as the program would write it for ``dtype``."""
-    f = struct.unpack("<d", struct.pack("<q", bits))[0]
-    if dtype.is_float:
-        return float(f)
-    return bool(f) if dtype is DType.I1 else int(f)
-
-
-# An absent clamp bound (clamp(x) without max=): a NaN payload no literal can produce.
-NONE_BOUND = 0x7FF0_0000_0000_0BAD
-
-
-@dataclass
-class Tables:
-    """Ids the encoding hands out: symbolic dims, dense constants, scalars used in guards."""
-
-    dims: dict[Dim, int] = field(default_factory=dict)
-    dense: list[DenseData] = field(default_factory=list)
-    scalars: set[int] = field(default_factory=set)
-
-    def dim_id(self, d: Dim) -> int:
-        """A constant is itself; a symbolic dim gets a negative id."""
-        c = d.const
-        if c is not None and c >= 0:
-            return c
-        if d not in self.dims:
-            self.dims[d] = -1 - len(self.dims)
-        return self.dims[d]
-
-    def dim_of(self, i: int) -> Dim:
-        if i >= 0:
-            return Dim.of(i)
-        for d, j in self.dims.items():
-            if j == i:
-                return d
-        raise KeyError(i)
-
-    def dense_id(self, data: DenseData) -> int:
-        if data not in self.dense:
-            self.dense.append(data)
-        return self.dense.index(data)
-
-    def scalar(self, v: int | float | bool) -> int:
-        bits = scalar_bits(v)
-        self.scalars.add(bits)
-        return bits
-
-    def scalar_rows(self) -> str:
-        rows = []
-        for b in sorted(self.scalars):
-            f = struct.unpack("<d", struct.pack("<q", b))[0]
-            if f == f and abs(f) != float("inf"):  # guards compare finite values only
-                rows.append(f"(set (scalar {b}) {_f64(f)})")
-        return "\n".join(rows) + "\n" if rows else ""
-
-
-def _f64(f: float) -> str:
-    text = repr(float(f))
-    return text if ("." in text or "e" in text or "inf" in text or "nan" in text) else text + ".0"
+from tcp_rules.types import Dim, DType
 
 
 def attr_text(kind: AttrKind, value: Any, tables: Tables) -> str:
@@ -279,7 +212,7 @@ class RuleEncoder:
 
     def const(self, v: Any, sort: Sort, want: str) -> str:
         if want == "f64":
-            return _f64(float(v))
+            return f64_text(float(v))
         if isinstance(v, DType | str):
             return f'"{v}"'
         if isinstance(v, bool):
@@ -353,7 +286,7 @@ class RuleEncoder:
         if not isinstance(e, AFn):
             raise Unencodable(f"predicate {e}")
         match e.fn:
-            case "is_float" | "is_int" | "is_bool":
+            case "is_float" | "is_int" | "is_bool" | "is_signed" | "is_unsigned":
                 table = e.fn.replace("_", "-")
                 t = self.dtype(self.tensor(e.args[0]))
                 self.atoms.append(f"(= ({table} {t}) true)")

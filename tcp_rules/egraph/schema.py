@@ -59,6 +59,8 @@ def declarations() -> str:
 (function is-float (String) bool :no-merge)
 (function is-int (String) bool :no-merge)
 (function is-bool (String) bool :no-merge)
+(function is-signed (String) bool :no-merge)
+(function is-unsigned (String) bool :no-merge)
 (function scalar (i64) f64 :no-merge)
 (function inverse (IVec) IVec :no-merge)
 (function sorted (IVec) IVec :no-merge)
@@ -83,6 +85,8 @@ def tables(max_rank: int) -> str:
         rows.append(f'(set (is-float "{d}") {str(d.is_float).lower()})')
         rows.append(f'(set (is-int "{d}") {str(d.is_int).lower()})')
         rows.append(f'(set (is-bool "{d}") {str(d is DType.I1).lower()})')
+        rows.append(f'(set (is-signed "{d}") {str(d.is_float or d.is_signed).lower()})')
+        rows.append(f'(set (is-unsigned "{d}") {str(d.is_unsigned).lower()})')
     for r in range(max_rank + 1):
         rows.append(f"(set (iota {r}) {_vec(range(r))})")
         rows.append(f"(set (zeros {r}) {_vec([0] * r)})")

@@ -7,8 +7,8 @@ from typing import Any
 
 from egglog import bindings
 
-from tcp_rules.egraph.encode import NONE_BOUND, Tables, bits_scalar
 from tcp_rules.egraph.schema import OP_OF_CONSTRUCTOR
+from tcp_rules.egraph.tables import NONE_BOUND, BigInt, Tables, bits_scalar
 from tcp_rules.ops import AttrKind, OpDef
 from tcp_rules.sorts import Sort
 from tcp_rules.types import DType, TensorType
@@ -68,7 +68,8 @@ class _Reader:
             case AttrKind.NAME:
                 return self.eg.value_to_string(v)
             case AttrKind.SCALAR:
-                return self.eg.value_to_i64(v)  # bits, decoded once the dtype is known
+                # bits, decoded once the dtype is known
+                return self.tables.scalar_read(self.eg.value_to_i64(v))
             case AttrKind.BOOL:
                 return self.eg.value_to_bool(v)
             case AttrKind.DATA:
@@ -133,7 +134,7 @@ def snapshot(eg: bindings.EGraph, tables: Tables, roots: list[str]) -> Snapshot:
     return Snapshot(classes, root_ids)
 
 
-def scalar_value(bits: int, dtype: DType) -> int | float | bool | None:
+def scalar_value(bits: int | BigInt, dtype: DType) -> int | float | bool | None:
     """A scalar attribute's value for ``dtype`` (None for an absent clamp bound)."""
     return None if bits == NONE_BOUND else bits_scalar(bits, dtype)
 

@@ -159,7 +159,8 @@ class OpDef:
 
 
 def identity_value(identity: float, dtype: DType) -> float | int | bool:
-    """An op's identity element as a value of ``dtype`` (±inf become the integer extremes)."""
+    """An op's identity element as a value of ``dtype`` (±inf become the integer extremes,
+    so 0 and MAX for unsigned types; -0.0 is 0 for every integer type)."""
     if dtype.is_float:
         return identity
     info = np.iinfo(dtype.np_dtype) if dtype.is_int else None
@@ -168,3 +169,22 @@ def identity_value(identity: float, dtype: DType) -> float | int | bool:
             return identity > 0
         return int(info.max if identity > 0 else info.min)
     return int(identity) if info is not None else bool(identity)
+
+
+def in_f32(ref: ReferenceFn) -> ReferenceFn:
+    """``ref`` computed the way f16 and bf16 are defined: operands widened to f32 (exactly),
+    the op computed in f32, and a f16/bf16 result rounded to storage once (nearest even).
+    Other dtypes pass through unchanged."""
+    def run(args: Sequence[np.ndarray], attrs: Attrs, out: TensorType) -> np.ndarray:
+        low = [_is_storage(a) for a in args]
+        if not any(low) and not out.dtype.is_storage_float:
+            return ref(args, attrs, out)
+        wide = [a.astype(np.float32) if lo else a for a, lo in zip(args, low, strict=True)]
+        r = ref(wide, attrs, out.with_dtype(out.dtype.compute))
+        return np.asarray(r).astype(out.dtype.np_dtype)
+    return run
+
+
+def _is_storage(a: np.ndarray) -> bool:
+    dt = DType.from_numpy(a.dtype)
+    return dt is not None and dt.is_storage_float

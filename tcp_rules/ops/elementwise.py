@@ -21,8 +21,9 @@ from tcp_rules.ops.core import (
     OpDef,
     ShapeError,
     Traits,
+    in_f32,
 )
-from tcp_rules.types import ALL_DTYPES, FLOATS, NUMERIC, DType, TensorType
+from tcp_rules.types import ALL_DTYPES, FLOATS, NUMERIC, DType, TensorType, is_float_array
 
 DTypeSet = frozenset[DType]
 
@@ -70,7 +71,7 @@ def _unary(name: str, fn: Callable[[np.ndarray], np.ndarray], doc: str, flops: f
     return OpDef(
         name=name, doc=doc, operands=("x",), attrs=(),
         infer=partial(_infer_elementwise, allowed, None),
-        reference=lambda a, attrs, out: np.asarray(fn(a[0]), dtype=out.dtype.np_dtype),
+        reference=in_f32(lambda a, attrs, out: np.asarray(fn(a[0]), dtype=out.dtype.np_dtype)),
         cost=CostFormula(flops), traits=traits, category="unary")
 
 
@@ -80,7 +81,8 @@ def _binary(name: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], doc: 
     return OpDef(
         name=name, doc=doc, operands=("x", "y"), attrs=(),
         infer=partial(_infer_elementwise, allowed, result),
-        reference=lambda a, attrs, out: np.asarray(fn(a[0], a[1]), dtype=out.dtype.np_dtype),
+        reference=in_f32(
+            lambda a, attrs, out: np.asarray(fn(a[0], a[1]), dtype=out.dtype.np_dtype)),
         cost=CostFormula(flops), traits=traits, category=category)
 
 
@@ -97,7 +99,11 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Integer division truncating toward zero; x / 0 == -1 and MIN / -1 == MIN (as in XLA)."""
+    """Integer division truncating toward zero; x / 0 == -1 and MIN / -1 == MIN (as in XLA).
+    Unsigned: x / 0 == MAX (all bits set, as the signed -1 and XLA)."""
+    if a.dtype.kind == "u":
+        q = a // np.where(b == 0, 1, b).astype(a.dtype)
+        return np.where(b == 0, np.iinfo(a.dtype).max, q).astype(a.dtype)
     safe = np.where((b == 0) | (b == -1), 1, b).astype(a.dtype)
     q = (a - np.fmod(a, safe)) // safe
     return np.where(b == 0, -1, np.where(b == -1, -a, q)).astype(a.dtype)
@@ -105,7 +111,7 @@ def int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """IEEE division for floats, truncating division for integers (see int_div)."""
-    if a.dtype.kind == "f":
+    if is_float_array(a):
         return np.divide(a, b)
     return int_div(a, b)
 
@@ -165,10 +171,18 @@ def _clamp(a: Sequence[np.ndarray], attrs: Attrs, out: TensorType) -> np.ndarray
 
 
 def cast_array(x: np.ndarray, to: DType) -> np.ndarray:
-    """Convert like LLVM's saturating casts: float->int truncates, saturates, NaN -> 0."""
+    """Convert like LLVM's saturating casts: float->int truncates, saturates to the target's
+    range (0..MAX for unsigned), NaN -> 0; int->int wraps (modulo 2**n); anything->i1 is x != 0.
+    f16 and bf16 convert through f32: widening from them is exact, and a conversion to them
+    rounds to f32 first, then to storage (both nearest even), like every op on them."""
+    src = DType.from_numpy(x.dtype)
+    if src is not None and src.is_storage_float:
+        x = x.astype(np.float32)
     if to is DType.I1:
         return x != 0
-    if x.dtype.kind == "f" and to.is_int:
+    if to.is_storage_float:
+        return cast_array(x, DType.F32).astype(to.np_dtype)
+    if is_float_array(x) and to.is_int:
         info = np.iinfo(to.np_dtype)
         t = np.trunc(x.astype(np.float64))
         hi, lo = t >= float(info.max) + 1.0, t < float(info.min)
@@ -183,7 +197,7 @@ def _infer_cast(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
 
 ELEMENTWISE_OPS: tuple[OpDef, ...] = (
     _unary("neg", np.negative, "negation (wraps for integers)", 1, NUMERIC),
-    _unary("abs", np.abs, "absolute value (abs(MIN) == MIN for integers)", 1, NUMERIC,
+    _unary("abs", np.abs, "absolute value (abs(MIN) == MIN; unsigned: x)", 1, NUMERIC,
            IDEMPOTENT),
     _unary("exp", np.exp, "e to the power x", 10),
     _unary("log", np.log, "natural logarithm (-inf at 0, NaN below)", 12),
@@ -205,14 +219,15 @@ ELEMENTWISE_OPS: tuple[OpDef, ...] = (
           operands=("x",),
           attrs=(AttrSpec("min", AttrKind.SCALAR, optional=True),
                  AttrSpec("max", AttrKind.SCALAR, optional=True)),
-          infer=_infer_clamp, reference=_clamp, cost=CostFormula(2), traits=IDEMPOTENT,
+          infer=_infer_clamp, reference=in_f32(_clamp), cost=CostFormula(2), traits=IDEMPOTENT,
           category="unary"),
     _binary("add", np.add, "sum (wraps for integers)", 1,
             traits=Traits(elementwise=True, commutative=True, associative=True, identity=-0.0)),
     _binary("sub", np.subtract, "difference (wraps for integers)", 1),
     _binary("mul", np.multiply, "product (wraps for integers)", 1,
             traits=Traits(elementwise=True, commutative=True, associative=True, identity=1.0)),
-    _binary("div", div, "IEEE quotient; integers truncate toward zero, x/0 == -1", 4),
+    _binary("div", div, "IEEE quotient; integers truncate toward zero, x/0 == -1 (unsigned: MAX)",
+            4),
     # np.maximum returns its second operand when both are zeros of different sign, so max and
     # min are associative and idempotent but not bitwise commutative.
     _binary("max", np.maximum, "larger operand, NaN if either is NaN", 1,

@@ -17,6 +17,7 @@ from tcp_rules.ops.core import (
     OpDef,
     ShapeError,
     identity_value,
+    in_f32,
 )
 from tcp_rules.ops.elementwise import check_dtypes
 from tcp_rules.ops.movement import check_axes
@@ -57,7 +58,8 @@ def _reduction(name: str, fn: Callable[..., np.ndarray], doc: str,
     return OpDef(name=name, doc=doc, operands=("x",),
                  attrs=(AttrSpec("axes", AttrKind.INTS),
                         AttrSpec("keepdims", AttrKind.BOOL, default=False)),
-                 infer=_infer_reduce, reference=_reduce(fn, identity), attr_space=_reduce_space,
+                 infer=_infer_reduce, reference=in_f32(_reduce(fn, identity)),
+                 attr_space=_reduce_space,
                  cost=CostFormula(1, per_input=True), category="reduce")
 
 
@@ -125,7 +127,7 @@ LINALG_OPS: tuple[OpDef, ...] = (
                "minimum over axes (NaN if any is NaN; -0.0 below +0.0)", float("inf")),
     OpDef(name="matmul", doc="matrix product [M,K]@[K,N], or batched [B,M,K]@[B,K,N]",
           operands=("a", "b"), attrs=(), infer=_infer_matmul,
-          reference=lambda a, attrs, out: matmul_reference(a[0], a[1]).astype(
-              out.dtype.np_dtype),
+          reference=in_f32(lambda a, attrs, out: matmul_reference(a[0], a[1]).astype(
+              out.dtype.np_dtype)),
           cost=CostFormula(2, custom=_matmul_flops), category="matmul"),
 )

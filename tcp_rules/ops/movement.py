@@ -12,17 +12,36 @@ import numpy as np
 
 from tcp_rules.ops.core import AttrKind, Attrs, AttrSpec, CostFormula, OpDef, ShapeError
 from tcp_rules.ops.elementwise import check_dtypes
-from tcp_rules.types import ALL_DTYPES, INTS, DenseData, Dim, DType, TensorType, dims_product
+from tcp_rules.types import (
+    ALL_DTYPES,
+    INTS,
+    DenseData,
+    Dim,
+    DType,
+    TensorType,
+    dims_product,
+    finfo,
+)
+
+
+def literal_array(values: np.ndarray | float | int | bool, dtype: DType,
+                  shape: tuple[int, ...] = ()) -> np.ndarray:
+    """Literal values stored as ``dtype``: f16 and bf16 round through f32 like every conversion
+    to them (so the code generator, which rounds its constants the same way, agrees)."""
+    arr = np.asarray(values)
+    if dtype.is_storage_float:
+        arr = arr.astype(np.float32)
+    return np.array(np.broadcast_to(arr.astype(dtype.np_dtype), shape or arr.shape), order="C")
 
 
 def check_scalar_fits(value: float | int | bool, dtype: DType, attr: str) -> None:
     """A scalar literal must be representable in the dtype it is splatted to."""
     if dtype.is_float:
         with np.errstate(over="ignore"):
-            rounded = float(np.asarray(value).astype(dtype.np_dtype))
+            rounded = float(literal_array(value, dtype))
         if math.isfinite(value) and math.isinf(rounded):
             raise ShapeError(f"literal {value} overflows {dtype} (largest finite "
-                             f"{np.finfo(dtype.np_dtype).max:g})", attr=attr)
+                             f"{float(finfo(dtype).max):g})", attr=attr)
         return
     if isinstance(value, float) and not value.is_integer():
         raise ShapeError(f"literal {value} is not an integer but the context is {dtype}",
@@ -165,7 +184,7 @@ def _infer_gather(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
     x, idx, axis = args[0], args[1], attrs["axis"]
     check_axes([axis], x.rank, "axis")
     if idx.dtype not in INTS:
-        raise ShapeError(f"gather indices must be i32 or i64, got {idx}", operand=1)
+        raise ShapeError(f"gather indices must be an integer type, got {idx}", operand=1)
     if x.dims[axis].const == 0 and dims_product(idx.dims).const != 0:
         raise ShapeError(f"gather reads from axis {axis} of {x}, which is empty", operand=0)
     return TensorType(x.dtype, x.dims[:axis] + idx.dims + x.dims[axis + 1:])
@@ -242,13 +261,13 @@ MOVEMENT_OPS: tuple[OpDef, ...] = (
           attrs=(AttrSpec("value", AttrKind.SCALAR), AttrSpec("shape", AttrKind.DIMS),
                  AttrSpec("dtype", AttrKind.DTYPE)),
           infer=_infer_splat, cost=CostFormula(0), category="constant",
-          reference=lambda a, attrs, out: np.full(out.shape or (), attrs["value"],
-                                                  dtype=out.dtype.np_dtype)),
+          reference=lambda a, attrs, out: literal_array(attrs["value"], out.dtype,
+                                                        out.shape or ())),
     OpDef(name="dense", attr_space=_dense_space,
           doc="a constant tensor given element by element", operands=(),
           attrs=(AttrSpec("value", AttrKind.DATA), AttrSpec("dtype", AttrKind.DTYPE)),
           infer=_infer_dense, cost=CostFormula(0), category="constant",
-          reference=lambda a, attrs, out: attrs["value"].array.astype(out.dtype.np_dtype)),
+          reference=lambda a, attrs, out: literal_array(attrs["value"].array, out.dtype)),
     OpDef(name="broadcast", attr_space=_broadcast_space,
           doc="expand x to shape; dims[i] is the result axis of x's axis i",
           operands=("x",),

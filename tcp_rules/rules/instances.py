@@ -38,6 +38,9 @@ from tcp_rules.types import Dim, DType, TensorType
 
 MAX_RANK = 3
 DEFAULT_DTYPES = (DType.F32, DType.I32, DType.I1)
+# Dtypes whose literals have narrower ranges: a rule whose right side holds a literal an
+# unsigned or f16 context cannot hold (-1, 1e5) is a type error there (rules.typecheck).
+NARROW_DTYPES = (DType.U8, DType.F16)
 CONST_VALUES = (0, 1, -1, 2, 0.5)  # what a splat-constant variable is tried with
 
 

@@ -9,6 +9,7 @@ checked, and whether the enumeration finished within the bound) is reported per 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tcp_rules.diagnostics import Diagnostic, DiagnosticBag, Span
@@ -17,7 +18,7 @@ from tcp_rules.ir import Param, Value, same_value
 from tcp_rules.ops import ShapeError
 from tcp_rules.printer import format_value
 from tcp_rules.rules.functions import EvalError
-from tcp_rules.rules.instances import DEFAULT_DTYPES, Enumerator
+from tcp_rules.rules.instances import DEFAULT_DTYPES, NARROW_DTYPES, Enumerator, Instance
 from tcp_rules.rules.model import (
     ABin,
     AConst,
@@ -42,9 +43,9 @@ class TypeCheckResult:
     complete: bool
 
 
-def _dtypes_of(rule: Rule) -> tuple[DType, ...]:
+def _dtypes_of(rule: Rule, base: Sequence[DType] = DEFAULT_DTYPES) -> tuple[DType, ...]:
     """The representative dtypes plus any the rule mentions (dtype(x) == f64, to=i64)."""
-    found: list[DType] = list(DEFAULT_DTYPES)
+    found: list[DType] = list(base)
 
     def visit_expr(e: AttrExpr | None) -> None:
         match e:
@@ -74,39 +75,51 @@ def _dtypes_of(rule: Rule) -> tuple[DType, ...]:
 
 def check_types(rule: Rule, bag: DiagnosticBag, budget: int = 10_000,
                 limit: int = 500) -> TypeCheckResult:
-    """Report into ``bag`` any instance where a direction of ``rule`` changes the type."""
+    """Report into ``bag`` any instance where a direction of ``rule`` changes the type.
+
+    The representative dtypes come first; then, with a budget of their own (so that the first
+    pass finds what it always found), u8 and f16, whose literals have narrower ranges."""
     counts: list[int] = []
     complete = True
     for label, frm, to in rule.directions():
         side, other = ("left", "right") if label == "=>" else ("right", "left")
-        enum = Enumerator(frm, rule.guards, _dtypes_of(rule), budget, limit,
-                          bodies=body_vars(rule))
-        n = 0
-        for inst in enum:
-            n += 1
-            try:
-                out = instantiate(to, inst.env, expected=inst.value.type)
-            except EvalError:
-                continue  # a computed attribute is undefined here: the rewrite does not apply
-            except ShapeError as e:
-                bag.error(f"rule {rule.name}: the {other} side is ill-typed when the {side} side "
-                          f"has type {inst.value.type}: "
-                          f"{e.message}", rule.span,
-                          notes=[(f"for {inst.describe()}", None)])
-                return TypeCheckResult(tuple(counts), complete)
-            if out.type != inst.value.type:
-                bag.error(f"rule {rule.name} changes the type"
-                          f"{' (right to left)' if label == '<=' else ''}: the {side} side "
-                          f"has type {inst.value.type} but the {other} side has type {out.type}",
-                          rule.span, notes=[(f"for {inst.describe()}", None)],
-                          hint="add a guard that excludes this case, or fix the rule")
-                return TypeCheckResult(tuple(counts), complete)
-        if n == 0 and not enum.budget.exhausted:
+        n, exhausted = 0, False
+        for dtypes in (_dtypes_of(rule), _dtypes_of(rule, NARROW_DTYPES)):
+            enum = Enumerator(frm, rule.guards, dtypes, budget, limit, bodies=body_vars(rule))
+            for inst in enum:
+                n += 1
+                if not _preserves(rule, label, side, other, to, inst, bag):
+                    return TypeCheckResult(tuple(counts), complete)
+            exhausted = exhausted or enum.budget.exhausted
+            complete = complete and not enum.budget.exhausted and enum.yielded < enum.limit
+        if n == 0 and not exhausted:
             bag.error(f"rule {rule.name}: the {side} side is never well-typed (no instance with "
                       f"rank <= 3 satisfies the op shape rules and the guards)", rule.span)
         counts.append(n)
-        complete = complete and not enum.budget.exhausted and enum.yielded < enum.limit
     return TypeCheckResult(tuple(counts), complete)
+
+
+def _preserves(rule: Rule, label: str, side: str, other: str, to: Pattern, inst: Instance,
+               bag: DiagnosticBag) -> bool:
+    """Does rewriting ``inst`` keep its type? Reports into ``bag`` and returns False if not."""
+    try:
+        out = instantiate(to, inst.env, expected=inst.value.type)
+    except EvalError:
+        return True  # a computed attribute is undefined here: the rewrite does not apply
+    except ShapeError as e:
+        bag.error(f"rule {rule.name}: the {other} side is ill-typed when the {side} side "
+                  f"has type {inst.value.type}: "
+                  f"{e.message}", rule.span,
+                  notes=[(f"for {inst.describe()}", None)])
+        return False
+    if out.type != inst.value.type:
+        bag.error(f"rule {rule.name} changes the type"
+                  f"{' (right to left)' if label == '<=' else ''}: the {side} side "
+                  f"has type {inst.value.type} but the {other} side has type {out.type}",
+                  rule.span, notes=[(f"for {inst.describe()}", None)],
+                  hint="add a guard that excludes this case, or fix the rule")
+        return False
+    return True
 
 
 def run_example(rule: Rule, ex: Example) -> Diagnostic | None:

@@ -29,7 +29,7 @@ from tcp_rules.rules.functions import EvalError
 from tcp_rules.rules.instances import Instance
 from tcp_rules.rules.model import Guard, Pattern, Rule
 from tcp_rules.rules.semantics import Env, holds, instantiate, splat_value
-from tcp_rules.types import Dim
+from tcp_rules.types import Dim, finfo, is_float_array
 from tcp_rules.verify.sensitivity import bound
 
 Scalar = int | float | bool
@@ -132,7 +132,7 @@ def exact_mismatch(a: np.ndarray, b: np.ndarray) -> str | None:
     """Where two results differ in bits (NaN payloads aside), described; None if they don't."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return f"results differ in type: {a.dtype}{list(a.shape)} vs {b.dtype}{list(b.shape)}"
-    if a.dtype.kind == "f":
+    if is_float_array(a):
         same = ((a == b) & (np.signbit(a) == np.signbit(b))) | (np.isnan(a) & np.isnan(b))
     else:
         same = a == b
@@ -145,9 +145,9 @@ def approx_mismatch(a: np.ndarray, b: np.ndarray, slack: np.ndarray, reduced: in
     ``slack`` is the running error bound of ``a``'s side, ``reduced`` the longest reduction."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return exact_mismatch(a, b)
-    if a.dtype.kind != "f":
+    if not is_float_array(a):
         return exact_mismatch(a, b)  # integer arithmetic is exact (wrapping), no rounding
-    fi = np.finfo(a.dtype)
+    fi = finfo(a.dtype)
     k = (64.0 + 8.0 * reduced) * float(fi.eps)
     with np.errstate(all="ignore"):
         a64, b64 = a.astype(np.float64), b.astype(np.float64)
@@ -173,7 +173,7 @@ def _describe(a: np.ndarray, b: np.ndarray, bad: np.ndarray) -> str:
     where = f" at {list(idx)}" if idx else ""
     text = (f"{int(bad.sum())} of {bad.size} element(s) differ; first{where}: "
             f"left {format_scalar(x)}, right {format_scalar(y)}")
-    if a.dtype.kind == "f" and np.isfinite(x) and np.isfinite(y):
+    if is_float_array(a) and np.isfinite(x) and np.isfinite(y):
         text += f" (difference {format_scalar(abs(float(x) - float(y)))}, {_ulps(x, y)} ulp)"
     return text
 
@@ -190,7 +190,7 @@ def _ulps(x: Any, y: Any) -> int:
     """Distance in units in the last place between two finite floats of one dtype."""
     def ordered(v: Any) -> int:
         arr = np.array(v)
-        bits = int(arr.view(np.uint32 if arr.dtype == np.float32 else np.uint64).item())
+        bits = int(arr.view({2: np.uint16, 4: np.uint32}.get(arr.itemsize, np.uint64)).item())
         sign = 1 << (arr.itemsize * 8 - 1)
         return -(bits & ~sign) if bits & sign else bits
 

@@ -92,21 +92,46 @@ class Verdict:
         return self.checked > 0 and LEVEL[self.satisfies] <= LEVEL[self.declared]
 
 
+# How many instances of each dtype a sample holds per round (the cases cycle through the
+# sample in order): f32 and f64 most, since rounding and IEEE specials break the most rules; every
+# other dtype each round, so that a rule wrong only for unsigned or 8-bit integers, or for f16,
+# is caught on every seed.
+DTYPE_WEIGHTS = {DType.F32: 4, DType.F64: 2, DType.I32: 2, DType.U32: 1, DType.F16: 1,
+                 DType.I64: 1, DType.BF16: 1, DType.I1: 1, DType.U8: 1, DType.I8: 1,
+                 DType.U64: 1, DType.I16: 1, DType.U16: 1}
+assert set(DTYPE_WEIGHTS) == ALL_DTYPES, "every dtype needs a verification weight"
+
+
 def _instances(frm: Pattern, guards: tuple[Guard, ...], rng: np.random.Generator,
                limit: int, bodies: frozenset[str]) -> list[Instance]:
-    """A seeded sample of the symbolic instances of a side (every dtype tried)."""
-    pool: list[Instance] = []
-    for i, inst in enumerate(Enumerator(frm, guards, sorted(ALL_DTYPES, key=str), 50_000,
-                                          bodies=bodies)):
-        if len(pool) < limit:
-            pool.append(inst)
-        else:  # reservoir sampling keeps the sample uniform over a long enumeration
-            j = int(rng.integers(i + 1))
-            if j < limit:
-                pool[j] = inst
-        if i >= 20 * limit:
-            break
-    return pool
+    """A seeded sample of the symbolic instances of a side, every dtype tried: one reservoir
+    per dtype (with i1 beside it, for conditions), interleaved by DTYPE_WEIGHTS."""
+    total = sum(DTYPE_WEIGHTS.values())
+    groups: list[tuple[int, list[Instance]]] = []
+    for d, w in DTYPE_WEIGHTS.items():
+        n = max(1, -(-limit * w // total))
+        pool: list[Instance] = []
+        dtypes = [d] if d is DType.I1 else [d, DType.I1]
+        seen = 0
+        for inst in Enumerator(frm, guards, dtypes, 50_000, bodies=bodies):
+            uses = {v.type.dtype for v in inst.env.tensors.values()}
+            if d not in uses and (uses or groups):
+                continue  # an all-i1 or dtype-free instance: its own group has it
+            if len(pool) < n:
+                pool.append(inst)
+            else:  # reservoir sampling keeps the sample uniform over a long enumeration
+                j = int(rng.integers(seen + 1))
+                if j < n:
+                    pool[j] = inst
+            seen += 1
+            if seen >= 20 * n:
+                break
+        groups.append((w, pool))
+    sample: list[Instance] = []
+    for r in range(max((len(p) for _, p in groups), default=0)):
+        for w, pool in groups:
+            sample += pool[r * w:(r + 1) * w]
+    return sample
 
 
 class Search:
@@ -233,9 +258,9 @@ def _elements(dtype: DType, finite: bool) -> st.SearchStrategy[object]:
     if dtype.is_int:
         info = np.iinfo(dtype.np_dtype)
         return st.sampled_from(pool) | st.integers(int(info.min), int(info.max))
-    floats = (st.floats(width=32, allow_nan=not finite, allow_infinity=not finite)
-              if dtype is DType.F32 else
-              st.floats(allow_nan=not finite, allow_infinity=not finite))
+    kw = {"allow_nan": not finite, "allow_infinity": not finite}
+    floats = (st.floats(width=64, **kw) if dtype is DType.F64 else  # bf16: f32s, rounded
+              st.floats(width=16, **kw) if dtype is DType.F16 else st.floats(width=32, **kw))
     return st.sampled_from(pool) | floats
 
 

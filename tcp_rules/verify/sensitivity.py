@@ -21,7 +21,7 @@ import numpy as np
 
 from tcp_rules.ir import Apply, Func, Param, Value
 from tcp_rules.ops import IDENTITY_OPS, OPS
-from tcp_rules.types import DType, TensorType
+from tcp_rules.types import DType, TensorType, is_float_array
 
 Arr = np.ndarray
 
@@ -66,7 +66,7 @@ def _binary(name: str, x: Arr, y: Arr, out: Arr, bx: Arr, by: Arr) -> Arr | None
 
 
 def _is_float(a: Arr) -> bool:
-    return a.dtype.kind == "f"
+    return is_float_array(a)
 
 
 def _apply(v: Apply, args: list[Arr], bounds: list[Arr], out: Arr) -> Arr:

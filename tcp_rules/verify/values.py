@@ -11,20 +11,23 @@ import numpy as np
 
 from tcp_rules.rules.functions import PRECONDITIONS
 from tcp_rules.rules.model import AConst, AFn, Guard, TRef
-from tcp_rules.types import DType
+from tcp_rules.types import DType, finfo, is_float_array
 
 
 def special_values(dtype: DType) -> list[float | int | bool]:
     """Edge cases first, simplest first (a shrinker prefers earlier ones)."""
     if dtype is DType.I1:
         return [False, True]
+    if dtype.is_unsigned:  # no negatives; the sign bit of the same-width signed type instead
+        hi = int(np.iinfo(dtype.np_dtype).max)
+        return [0, 1, 2, 7, hi, hi - 1, hi // 2 + 1, hi // 2, 1 << (dtype.bits // 2), 13]
     if dtype.is_int:
         info = np.iinfo(dtype.np_dtype)
         lo, hi = int(info.min), int(info.max)
         return [0, 1, -1, 2, -2, 7, -13, hi, lo, hi - 1, lo + 1, 1 << (info.bits // 2)]
-    fi = np.finfo(dtype.np_dtype)
+    fi = finfo(dtype)
     big, tiny = float(fi.max), float(fi.tiny)
-    exp_edge = math.log(big)  # 88.72 for f32, 709.78 for f64
+    exp_edge = math.log(big)  # 88.72 for f32 and bf16, 709.78 for f64, 11.09 for f16
     return [0.0, 1.0, -1.0, 2.0, 0.5, -0.0, -2.0, 3.0, 0.1,
             float("inf"), float("-inf"), float("nan"),
             big, -big, tiny, -tiny, float(fi.smallest_subnormal), -float(fi.smallest_subnormal),
@@ -39,16 +42,19 @@ def finite_values(dtype: DType) -> list[float | int | bool]:
     stay finite and away from overflow and underflow (the exact check covers the extremes)."""
     if not dtype.is_float:
         return special_values(dtype)
-    fi = np.finfo(dtype.np_dtype)
-    return [0.0, 1.0, -1.0, 2.0, 0.5, -0.0, -2.0, 3.0, 0.1, 1e3, -1e3, 1e-3,
+    fi = finfo(dtype)
+    # f16's largest value is 65504: moderate there means small enough that a product of three
+    # summed over a few hundred terms stays finite, as 1e3 is for the other floats
+    big = 4.0 if dtype is DType.F16 else 1e3
+    return [0.0, 1.0, -1.0, 2.0, 0.5, -0.0, -2.0, 3.0, 0.1, big, -big, 1.0 / big,
             1.0 + float(fi.eps), 1.0 - float(fi.epsneg)]
 
 
 def full_mantissa(dtype: DType, rng: np.random.Generator, n: int) -> np.ndarray:
     """``n`` values with every significant bit random: floats of either sign and any magnitude
-    from 1e-7 to 1e4 (small ones test relative error near zero), integers anywhere in the
-    dtype's range. Simple values (0, 1, 0.5, powers of two) hide rounding: x * 3 / 3 is x for
-    all of them, and so is an i32's trip through f32."""
+    from 1e-7 to 1e4 (f16: 1e-2 to 3; small ones test relative error near zero), integers
+    anywhere in the dtype's range. Simple values (0, 1, 0.5, powers of two) hide rounding:
+    x * 3 / 3 is x for all of them, and so is an i32's trip through f32."""
     if dtype is DType.I1:
         return rng.random(n) < 0.5
     if dtype.is_int:
@@ -56,7 +62,9 @@ def full_mantissa(dtype: DType, rng: np.random.Generator, n: int) -> np.ndarray:
         return rng.integers(int(info.min), int(info.max), size=n, endpoint=True,
                             dtype=dtype.np_dtype)
     mantissa = rng.uniform(1.0, 2.0, size=n) * rng.choice([-1.0, 1.0], size=n)
-    return (mantissa * 10.0 ** rng.uniform(-7, 4, size=n)).astype(dtype.np_dtype)
+    # f16 is denormal below 6e-5 and overflows above 65504 (see finite_values)
+    low, high = (-2, 0.5) if dtype is DType.F16 else (-7, 4)
+    return (mantissa * 10.0 ** rng.uniform(low, high, size=n)).astype(dtype.np_dtype)
 
 
 def draw_scalar(dtype: DType, rng: np.random.Generator, finite: bool,
@@ -77,9 +85,10 @@ def _ordinary(dtype: DType, rng: np.random.Generator, shape: tuple[int, ...]) ->
     if dtype is DType.I1:
         return rng.random(shape) < 0.5 if shape else bool(rng.random() < 0.5)
     if dtype.is_int:
-        small = rng.integers(-20, 21, size=shape or None)
+        small = rng.integers(0 if dtype.is_unsigned else -20, 21, size=shape or None)
         return small.astype(dtype.np_dtype) if shape else int(small)
-    scale = 10.0 ** rng.uniform(-3, 3, size=shape or None)
+    lo, hi = (-2, 0.5) if dtype is DType.F16 else (-3, 3)  # f16: see finite_values
+    scale = 10.0 ** rng.uniform(lo, hi, size=shape or None)
     vals = rng.standard_normal(size=shape or None) * scale
     return vals.astype(dtype.np_dtype) if shape else float(vals)
 
@@ -134,7 +143,7 @@ def _palette_values(dtype: DType, rng: np.random.Generator, finite: bool) -> np.
             full = np.concatenate([full, -full])
         # The picks three times over: the added values should not dilute the picks'
         # coincidences (max(0.0, -0.0) is caught by a {0.0, -0.0} palette, not by others).
-        return np.concatenate([np.tile(np.array(picks).astype(dtype.np_dtype), 3), full,
+        return np.concatenate([np.tile(_stored(picks, dtype), 3), full,
                                _extreme(dtype, rng, finite)])
 
 
@@ -150,6 +159,18 @@ def _extreme(dtype: DType, rng: np.random.Generator, finite: bool) -> np.ndarray
     else:
         pool = [float("nan"), float("inf"), float("-inf")]
     return np.array([pool[int(rng.integers(len(pool)))]], dtype=dtype.np_dtype)
+
+
+def _stored(values: Sequence[float | int | bool], dtype: DType) -> np.ndarray:
+    """Python scalars as ``dtype``; integers wrap (the negation of MIN, or of an unsigned
+    value, is what the ops compute)."""
+    if dtype.is_int:
+        half = 1 << (dtype.bits - 1)
+        off = 0 if dtype.is_unsigned else half
+        return np.array([(int(v) + off) % (2 * half) - off for v in values], dtype=dtype.np_dtype)
+    with np.errstate(over="ignore"):  # 1e6 is inf as an f16, as the program would have it
+        return np.array(values, dtype=np.float64 if dtype.is_float else bool).astype(
+            dtype.np_dtype)
 
 
 def draw_array(shape: Sequence[int], dtype: DType, rng: np.random.Generator,
@@ -191,7 +212,10 @@ def precondition_mask(g: Guard, arrays: dict[str, np.ndarray]) -> tuple[str, np.
     with np.errstate(all="ignore"):
         ops = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
                ">": np.greater, ">=": np.greater_equal}
-        return g.lhs.name, np.asarray(ops[g.op](a, np.asarray(g.rhs.value).astype(a.dtype)))
+        # Compared as numbers, not in the array's dtype: 1e-18 as an f16 is 0, and -1 as a u8
+        # is 255. float64 holds every value of the narrower floats; Python ints any integer.
+        wide = a.astype(np.float64) if is_float_array(a) else a.astype(object)
+        return g.lhs.name, np.asarray(ops[g.op](wide, g.rhs.value), dtype=bool)
 
 
 def impose(pre: Sequence[Guard], arrays: dict[str, np.ndarray],
@@ -205,7 +229,7 @@ def impose(pre: Sequence[Guard], arrays: dict[str, np.ndarray],
         dtype = DType.from_numpy(a.dtype)
         assert dtype is not None
         candidates = np.concatenate([
-            np.array(special_values(dtype), dtype=a.dtype),
+            _stored(special_values(dtype), dtype),
             np.asarray(_ordinary(dtype, rng, (64,)), dtype=a.dtype),
             full_mantissa(dtype, rng, 64)])
         _, good = precondition_mask(g, {name: candidates})
