@@ -29,6 +29,14 @@ from tcp_rules.frontends.onnx.conformance import (  # noqa: E402
 )
 
 LIST = Path(__file__).parent / "data" / "onnx_node_unsupported.txt"
+# Expanded graphs of a fused op in a 16-bit float type: the graph rounds every node's result to
+# f16/bf16 (as ONNX defines each node, and as we run it), but the expected outputs come from the
+# fused op, computed in f32 and rounded once. Results differ by an ulp or two of the 16-bit
+# type, beyond the cases' rtol of 1e-3. Strict: a case that starts to pass fails the suite.
+ROUNDED_PER_NODE = frozenset({
+    "test_attention_3d_causal_bf16_expanded", "test_attention_4d_causal_bf16_expanded",
+    "test_attention_4d_attn_mask_causal_bf16_expanded", "test_attention_4d_causal_fp16_expanded",
+})
 FULL = os.environ.get("TCPR_CONFORMANCE") == "all"
 SAMPLE = {"reference": 1, "compiled": 1 if FULL else 3, "optimized": 1 if FULL else 12}
 
@@ -60,7 +68,10 @@ def _params() -> list[object]:
     for name in _supported():
         for engine, every in SAMPLE.items():
             if sampled(name, every):
-                out.append(pytest.param(name, engine, id=f"{name}-{engine}"))
+                marks = [pytest.mark.xfail(strict=True, reason="expected outputs rounded once, "
+                                           "the graph rounds per node")] \
+                    if name in ROUNDED_PER_NODE else []
+                out.append(pytest.param(name, engine, id=f"{name}-{engine}", marks=marks))
     return out
 
 

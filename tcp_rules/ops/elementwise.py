@@ -23,7 +23,15 @@ from tcp_rules.ops.core import (
     Traits,
     in_f32,
 )
-from tcp_rules.types import ALL_DTYPES, FLOATS, NUMERIC, DType, TensorType, is_float_array
+from tcp_rules.types import (
+    ALL_DTYPES,
+    FLOATS,
+    NUMERIC,
+    SIGNED,
+    DType,
+    TensorType,
+    is_float_array,
+)
 
 DTypeSet = frozenset[DType]
 
@@ -237,7 +245,7 @@ ELEMENTWISE_OPS: tuple[OpDef, ...] = (
             traits=Traits(elementwise=True, associative=True, identity=float("inf"),
                           idempotent=True)),
     _binary("pow", power, "x to the power y; integers wrap, and y < 0 gives 0 except for x = 1 "
-            "(1) and x = -1 (1 or -1)", 25, NUMERIC),
+            "(1) and x = -1 (1 or -1); not on unsigned integers", 25, FLOATS | SIGNED),
     _binary("atan2", np.arctan2, "arc tangent of x / y using both signs", 20, FLOATS),
     *(_binary(name, fn, doc, 1, ALL_DTYPES, result=DType.I1, category="compare",
               traits=Traits(elementwise=True, commutative=name in ("eq", "ne")))

@@ -159,8 +159,10 @@ def softmax_values(ctx: Context, x: Value, axis: int, log: bool = False) -> Valu
 @converts("Softmax", "LogSoftmax")
 def softmax(ctx: Context) -> Sequence[Tensor]:
     assert ctx.node is not None
-    x, axis, restore = _softmax_axis(ctx, ctx.value(0))
-    y = softmax_values(ctx, x, axis, log=ctx.node.op_type == "LogSoftmax")
+    x0 = ctx.value(0)
+    x, axis, restore = _softmax_axis(ctx, ctx.widen(x0))
+    y = ctx.cast(softmax_values(ctx, x, axis, log=ctx.node.op_type == "LogSoftmax"),
+                 x0.type.dtype)
     return [y if restore is None else ctx.op("reshape", y, shape=restore)]
 
 

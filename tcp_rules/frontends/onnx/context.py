@@ -231,6 +231,12 @@ class Context:
         dims = self.broadcast_dims([v.type.dims for v in values])
         return [self.broadcast_to(v, dims) for v in values]
 
+    def widen(self, v: Value) -> Value:
+        """An f16/bf16 value as f32: an ONNX op that TCP writes as several ops computes in f32
+        and rounds once at the end (cast back with :meth:`cast`), as ONNX's reference does."""
+        dt = v.type.dtype
+        return self.cast(v, DType.F32) if dt.is_float and dt.itemsize < 4 else v
+
     def cast(self, v: Value, dt: DType) -> Value:
         return v if v.type.dtype is dt else self.op("cast", v, to=dt)
 

@@ -175,29 +175,34 @@ def _expm1_scaled(ctx: Context, x: Value, alpha: float) -> Value:
 @converts("Elu", "Celu", "Selu")
 def elu(ctx: Context) -> Sequence[Tensor]:
     assert ctx.node is not None
-    x, kind = ctx.value(0), ctx.node.op_type
+    x0, kind = ctx.value(0), ctx.node.op_type
+    x = ctx.widen(x0)
     alpha = ctx.attr("alpha", {"Elu": 1.0, "Celu": 1.0, "Selu": 1.67326319217681884765625}[kind])
     neg = ctx.op("lt", x, ctx.scalar(0.0, x))
     if kind == "Celu":  # max(0,x) + min(0, alpha*(exp(x/alpha)-1))
         scaled = ctx.op("div", x, ctx.scalar(alpha, x))
-        return [ctx.op("select", neg, _expm1_scaled(ctx, scaled, alpha), x)]
+        return [ctx.cast(ctx.op("select", neg, _expm1_scaled(ctx, scaled, alpha), x),
+                         x0.type.dtype)]
     out = ctx.op("select", neg, _expm1_scaled(ctx, x, alpha), x)
     if kind == "Selu":
         gamma = ctx.attr("gamma", 1.05070102214813232421875)
         out = ctx.op("mul", out, ctx.scalar(gamma, out))
-    return [out]
+    return [ctx.cast(out, x0.type.dtype)]
 
 
 @converts("HardSigmoid", "HardSwish")
 def hard_sigmoid(ctx: Context) -> Sequence[Tensor]:
+    return [ctx.cast(_hard_sigmoid(ctx, ctx.widen(ctx.value(0))), ctx.value(0).type.dtype)]
+
+
+def _hard_sigmoid(ctx: Context, x: Value) -> Value:
     assert ctx.node is not None
-    x = ctx.value(0)
     swish = ctx.node.op_type == "HardSwish"
     alpha = 1 / 6 if swish else ctx.attr("alpha", 0.2)
     beta = 0.5 if swish else ctx.attr("beta", 0.5)
     lin = ctx.op("add", ctx.op("mul", x, ctx.scalar(alpha, x)), ctx.scalar(beta, x))
     hs = ctx.op("clamp", lin, min=0.0, max=1.0)
-    return [ctx.op("mul", x, hs) if swish else hs]
+    return ctx.op("mul", x, hs) if swish else hs
 
 
 def _softplus(ctx: Context, x: Value) -> Value:
@@ -206,19 +211,23 @@ def _softplus(ctx: Context, x: Value) -> Value:
 
 @converts("Softplus")
 def softplus(ctx: Context) -> Sequence[Tensor]:
-    return [_softplus(ctx, ctx.value(0))]
+    x = ctx.value(0)
+    return [ctx.cast(_softplus(ctx, ctx.widen(x)), x.type.dtype)]
 
 
 @converts("Softsign")
 def softsign(ctx: Context) -> Sequence[Tensor]:
-    x = ctx.value(0)
-    return [ctx.op("div", x, ctx.op("add", ctx.op("abs", x), ctx.scalar(1.0, x)))]
+    x0 = ctx.value(0)
+    x = ctx.widen(x0)
+    y = ctx.op("div", x, ctx.op("add", ctx.op("abs", x), ctx.scalar(1.0, x)))
+    return [ctx.cast(y, x0.type.dtype)]
 
 
 @converts("Mish")
 def mish(ctx: Context) -> Sequence[Tensor]:
-    x = ctx.value(0)
-    return [ctx.op("mul", x, ctx.op("tanh", _softplus(ctx, x)))]
+    x0 = ctx.value(0)
+    x = ctx.widen(x0)
+    return [ctx.cast(ctx.op("mul", x, ctx.op("tanh", _softplus(ctx, x))), x0.type.dtype)]
 
 
 @converts("ThresholdedRelu")
@@ -230,7 +239,8 @@ def thresholded_relu(ctx: Context) -> Sequence[Tensor]:
 
 @converts("Gelu")
 def gelu(ctx: Context) -> Sequence[Tensor]:
-    x = ctx.value(0)
+    x0 = ctx.value(0)
+    x = ctx.widen(x0)
     half = ctx.op("mul", x, ctx.scalar(0.5, x))
     if ctx.attr("approximate", "none") == "tanh":
         cube = ctx.op("mul", ctx.op("mul", x, x), x)
@@ -238,7 +248,7 @@ def gelu(ctx: Context) -> Sequence[Tensor]:
         t = ctx.op("tanh", ctx.op("mul", inner, ctx.scalar(math.sqrt(2 / math.pi), x)))
     else:
         t = ctx.op("erf", ctx.op("mul", x, ctx.scalar(1 / math.sqrt(2), x)))
-    return [ctx.op("mul", half, ctx.op("add", t, ctx.scalar(1.0, x)))]
+    return [ctx.cast(ctx.op("mul", half, ctx.op("add", t, ctx.scalar(1.0, x))), x0.type.dtype)]
 
 
 @converts("Clip")
