@@ -184,7 +184,9 @@ def test_engines_agree(op: str, dt: DType, attrs: dict[str, Any], seed: int, m: 
     rng = np.random.default_rng(seed)
     sizes = {"M": m, "K": k, "N": n}
     args = [draw(t.dtype, rng, tuple(sizes[str(d)] for d in t.dims)) for t in types]
-    if op in ("reduce_sum", "matmul") and dt.is_float:  # keep sums finite enough to compare
+    if op in ("reduce_sum", "reduce_prod", "matmul") and dt.is_float:
+        # Sums and products run in an unspecified order (README), so specials, or an overflow
+        # meeting a zero, may meet differently: finite, moderate inputs, as for f32.
         args = [np.where(np.isfinite(a.astype(np.float64)), a, 1).astype(a.dtype) for a in args]
         args = [(a.astype(np.float32) % 8).astype(a.dtype) for a in args]
     ref = evaluate(func, args)[0]
