@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tcp_rules.ir import Module
+from tcp_rules.printer import print_module
 
 _KEYWORDS = frozenset({"inf", "nan", "true", "false", "func", "return"})
 
@@ -36,8 +37,6 @@ class Imported:
 def render_imported(imported: Imported, source: str, weights_file: str | None = None) -> str:
     """The module as program text, with a header saying where it came from, which source
     names became which parameters, and where the weights are."""
-    from tcp_rules.printer import print_module
-
     lines = [f"# imported from {source} by tcpr import"]
     for src, tcp in sorted(imported.aliases.items()):
         lines.append(f"# '{src}' is parameter {tcp}")

@@ -168,10 +168,7 @@ def softmax(ctx: Context) -> Sequence[Tensor]:
 
 def _stash(ctx: Context, x: Value) -> Value:
     """Normalizations compute in f32 (stash_type 1) when the input is a narrower float."""
-    if ctx.attr("stash_type", 1) == 1 and x.type.dtype.is_float \
-            and x.type.dtype.itemsize < 4:
-        return ctx.cast(x, DType.F32)
-    return x
+    return ctx.widen(x) if ctx.attr("stash_type", 1) == 1 else x
 
 
 def _affine(ctx: Context, y: Value, dtype: DType, scale: int, bias: int | None) -> Value:

@@ -237,6 +237,11 @@ class Context:
         dt = v.type.dtype
         return self.cast(v, DType.F32) if dt.is_float and dt.itemsize < 4 else v
 
+    def in_f32(self, fn: Callable[[Value], Value]) -> Value:
+        """``fn`` of input 0, computed wide (see :meth:`widen`) and rounded back once."""
+        x = self.value(0)
+        return self.cast(fn(self.widen(x)), x.type.dtype)
+
     def cast(self, v: Value, dt: DType) -> Value:
         return v if v.type.dtype is dt else self.op("cast", v, to=dt)
 

@@ -22,10 +22,7 @@ _VARIADIC = {"Max": "max", "Min": "min", "Sum": "add"}
 @converts(*_UNARY)
 def unary(ctx: Context) -> Sequence[Tensor]:
     assert ctx.node is not None
-    x = ctx.value(0)
-    if ctx.node.op_type == "Abs" and x.type.dtype.is_bool:
-        return [x]
-    return [ctx.op(_UNARY[ctx.node.op_type], x)]
+    return [ctx.op(_UNARY[ctx.node.op_type], ctx.value(0))]
 
 
 @converts(*_BINARY)
@@ -175,24 +172,25 @@ def _expm1_scaled(ctx: Context, x: Value, alpha: float) -> Value:
 @converts("Elu", "Celu", "Selu")
 def elu(ctx: Context) -> Sequence[Tensor]:
     assert ctx.node is not None
-    x0, kind = ctx.value(0), ctx.node.op_type
-    x = ctx.widen(x0)
+    kind = ctx.node.op_type
     alpha = ctx.attr("alpha", {"Elu": 1.0, "Celu": 1.0, "Selu": 1.67326319217681884765625}[kind])
-    neg = ctx.op("lt", x, ctx.scalar(0.0, x))
-    if kind == "Celu":  # max(0,x) + min(0, alpha*(exp(x/alpha)-1))
-        scaled = ctx.op("div", x, ctx.scalar(alpha, x))
-        return [ctx.cast(ctx.op("select", neg, _expm1_scaled(ctx, scaled, alpha), x),
-                         x0.type.dtype)]
-    out = ctx.op("select", neg, _expm1_scaled(ctx, x, alpha), x)
-    if kind == "Selu":
-        gamma = ctx.attr("gamma", 1.05070102214813232421875)
-        out = ctx.op("mul", out, ctx.scalar(gamma, out))
-    return [ctx.cast(out, x0.type.dtype)]
+
+    def f(x: Value) -> Value:
+        neg = ctx.op("lt", x, ctx.scalar(0.0, x))
+        if kind == "Celu":  # max(0,x) + min(0, alpha*(exp(x/alpha)-1))
+            scaled = ctx.op("div", x, ctx.scalar(alpha, x))
+            return ctx.op("select", neg, _expm1_scaled(ctx, scaled, alpha), x)
+        out = ctx.op("select", neg, _expm1_scaled(ctx, x, alpha), x)
+        if kind == "Selu":
+            out = ctx.op("mul", out, ctx.scalar(ctx.attr("gamma", 1.05070102214813232421875),
+                                                out))
+        return out
+    return [ctx.in_f32(f)]
 
 
 @converts("HardSigmoid", "HardSwish")
 def hard_sigmoid(ctx: Context) -> Sequence[Tensor]:
-    return [ctx.cast(_hard_sigmoid(ctx, ctx.widen(ctx.value(0))), ctx.value(0).type.dtype)]
+    return [ctx.in_f32(lambda x: _hard_sigmoid(ctx, x))]
 
 
 def _hard_sigmoid(ctx: Context, x: Value) -> Value:
@@ -211,23 +209,18 @@ def _softplus(ctx: Context, x: Value) -> Value:
 
 @converts("Softplus")
 def softplus(ctx: Context) -> Sequence[Tensor]:
-    x = ctx.value(0)
-    return [ctx.cast(_softplus(ctx, ctx.widen(x)), x.type.dtype)]
+    return [ctx.in_f32(lambda x: _softplus(ctx, x))]
 
 
 @converts("Softsign")
 def softsign(ctx: Context) -> Sequence[Tensor]:
-    x0 = ctx.value(0)
-    x = ctx.widen(x0)
-    y = ctx.op("div", x, ctx.op("add", ctx.op("abs", x), ctx.scalar(1.0, x)))
-    return [ctx.cast(y, x0.type.dtype)]
+    return [ctx.in_f32(lambda x: ctx.op("div", x, ctx.op("add", ctx.op("abs", x),
+                                                         ctx.scalar(1.0, x))))]
 
 
 @converts("Mish")
 def mish(ctx: Context) -> Sequence[Tensor]:
-    x0 = ctx.value(0)
-    x = ctx.widen(x0)
-    return [ctx.cast(ctx.op("mul", x, ctx.op("tanh", _softplus(ctx, x))), x0.type.dtype)]
+    return [ctx.in_f32(lambda x: ctx.op("mul", x, ctx.op("tanh", _softplus(ctx, x))))]
 
 
 @converts("ThresholdedRelu")
@@ -239,16 +232,18 @@ def thresholded_relu(ctx: Context) -> Sequence[Tensor]:
 
 @converts("Gelu")
 def gelu(ctx: Context) -> Sequence[Tensor]:
-    x0 = ctx.value(0)
-    x = ctx.widen(x0)
+    return [ctx.in_f32(lambda x: _gelu(ctx, x, ctx.attr("approximate", "none") == "tanh"))]
+
+
+def _gelu(ctx: Context, x: Value, tanh: bool) -> Value:
     half = ctx.op("mul", x, ctx.scalar(0.5, x))
-    if ctx.attr("approximate", "none") == "tanh":
+    if tanh:
         cube = ctx.op("mul", ctx.op("mul", x, x), x)
         inner = ctx.op("add", x, ctx.op("mul", cube, ctx.scalar(0.044715, x)))
         t = ctx.op("tanh", ctx.op("mul", inner, ctx.scalar(math.sqrt(2 / math.pi), x)))
     else:
         t = ctx.op("erf", ctx.op("mul", x, ctx.scalar(1 / math.sqrt(2), x)))
-    return [ctx.cast(ctx.op("mul", half, ctx.op("add", t, ctx.scalar(1.0, x))), x0.type.dtype)]
+    return ctx.op("mul", half, ctx.op("add", t, ctx.scalar(1.0, x)))
 
 
 @converts("Clip")

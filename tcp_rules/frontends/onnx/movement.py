@@ -244,18 +244,18 @@ def slice_(ctx: Context) -> Sequence[Tensor]:
             start[axis] = s
             size[axis] = x.type.dims[axis] - s + (e if e < 0 else 0)
             continue
-        idx = list(range(n))[slice(s, e, step)]  # Python's clamping is ONNX's
+        idx = range(n)[slice(s, e, step)]  # Python's clamping is ONNX's (a range: O(1))
         if step > 0 or len(idx) <= 1:
             start[axis] = idx[0] if idx else 0
             size[axis] = Dim.of(len(idx))
             stride[axis] = step if len(idx) > 1 else 1
         else:
-            reverse.append((axis, idx))
+            reverse.append((axis, list(idx)))
     v = x
     if any(st != 1 for st in stride) or start != [0] * rank or size != list(x.type.dims):
         v = ctx.op("slice", x, start=start, size=size, stride=stride)
-    for axis, idx in reverse:  # negative steps: a gather of the indices in order
-        v = ctx.op("gather", v, ctx.as_value(np.array(idx, dtype=np.int64), "slice_indices"),
+    for axis, order in reverse:  # negative steps: a gather of the indices in order
+        v = ctx.op("gather", v, ctx.as_value(np.array(order, dtype=np.int64), "slice_indices"),
                    axis=axis)
     return [v]
 
