@@ -17,18 +17,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tcp_rules.diagnostics import Source, TcpError
-from tcp_rules.egraph.encode import rule_ruleset
 from tcp_rules.egraph.report import RunReport
 from tcp_rules.egraph.saturate import (
     EgglogPanic,
     Limits,
+    RulePanic,
     Saturation,
     Schedule,
     load,
-    run_text,
     saturate,
-    step,
 )
+from tcp_rules.egraph.scheduler import Backoff
 from tcp_rules.elaborate import load_program
 from tcp_rules.extract.cost import CostModel, RooflineCost
 from tcp_rules.extract.decode import DecodeError, decode, program_cost, restore_spans
@@ -55,6 +54,7 @@ class OptOptions:
     isolate: bool = True
     ilp_seconds: float = 10.0
     schedule: Schedule = ()
+    backoff: Backoff = field(default_factory=Backoff)
 
 
 @dataclass
@@ -80,29 +80,14 @@ def _extract(sat: Saturation, func: Func, options: OptOptions, name: str) -> tup
     return decode(snap, ex.choice, func), ex.cost, ex.seconds
 
 
-def _culprit(func: Func, rules: Sequence[Rule], done: int) -> Rule | None:
-    """Replay the iterations that succeeded, then try each rule alone: which one panics?"""
-    try:
-        sat = load(func, rules)
-        for _ in range(done):
-            step(sat)
-        for r in rules:
-            try:
-                run_text(sat.egraph, f"(push)\n(run {rule_ruleset(r)} 1)\n"
-                         "(run-schedule (saturate (run types)))", "diagnose.egg")
-            except EgglogPanic:
-                return r
-            run_text(sat.egraph, "(pop)", "diagnose.egg")
-    except (EgglogPanic, TcpError):
-        return None
-    return None
-
-
 def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
                   progress: Callable[[dict[str, Any]], None] | None = None,
-                  on_stats: Callable[[dict[str, Any]], None] | None = None) -> OptResult:
+                  on_stats: Callable[[dict[str, Any]], None] | None = None,
+                  on_loaded: Callable[[int, list[tuple[str, str]]], None] | None = None
+                  ) -> OptResult:
     """Optimize in this process; ``progress`` receives each iteration's stats and program (a
-    fallback extraction now and then), ``on_stats`` only the stats."""
+    fallback extraction now and then), ``on_stats`` only the stats, ``on_loaded`` the rules
+    loaded and skipped once the e-graph is built."""
     start = time.perf_counter()
     report = RunReport(extractor=options.extractor)
     report.cost_before = report.cost_after = program_cost(func, options.cost)
@@ -115,7 +100,8 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
     def on_iteration(sat: Saturation) -> None:
         it = sat.iterations[-1]
         report.iterations.append({"index": it.index, "phase": it.phase, "enodes": it.enodes,
-                                  "eclasses": it.eclasses, "seconds": round(it.seconds, 6)})
+                                  "eclasses": it.eclasses, "seconds": round(it.seconds, 6),
+                                  "banned": it.banned, "round_cost": it.cost})
         for k, v in it.matches.items():
             report.matches[k] = report.matches.get(k, 0) + v
         if on_stats is not None:
@@ -126,7 +112,10 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
                                    "matches": dict(report.matches), "program": None,
                                    "cost": report.cost_before}
         now = time.perf_counter()
-        if it.phase_end or now - last[0] >= progress_every:
+        if it.cost is not None:  # a round's extraction: the fallback program, for free
+            if rounds[-1][0] < report.cost_before:
+                message["program"], message["cost"] = print_func(rounds[-1][1]), rounds[-1][0]
+        elif it.phase_end or now - last[0] >= progress_every:
             # the best program so far, should the deadline strike: at the end of each phase
             # and now and then (extraction costs more than an iteration on large e-graphs;
             # greedy DAG extraction grows quadratically, so past a few thousand e-nodes the
@@ -138,12 +127,25 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
                 message["program"], message["cost"] = print_func(out), cost
         progress(message)
 
+    rounds: list[tuple[float, Func]] = []  # the best program after each round
+
+    def round_cost(sat: Saturation) -> float:
+        out, cost, _ = _extract(sat, func, options, "dag" if options.extractor == "ilp"
+                                else options.extractor)
+        rounds.append((cost, out))
+        return cost
+
     try:
-        sat = load(func, chosen, options.schedule)
+        sat = load(func, chosen, options.schedule, options.backoff)
         report.rules_loaded = len(sat.rules_loaded)
         report.rules_skipped = sat.rules_skipped
-        saturate(sat, options.limits, start + options.limits.seconds, on_iteration)
-        report.stop_reason, report.phase_stops = sat.stop_reason, sat.phase_stops
+        if on_loaded is not None:
+            on_loaded(report.rules_loaded, report.rules_skipped)
+        try:
+            saturate(sat, options.limits, start + options.limits.seconds, on_iteration,
+                     round_cost)
+        finally:
+            report.record_saturation(sat, options.limits, options.backoff)
         out, cost, seconds = _extract(sat, func, options, options.extractor)
         report.extraction_seconds = seconds
         if cost < report.cost_before:
@@ -151,7 +153,8 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
         else:
             report.kept_original = True
     except EgglogPanic as e:
-        culprit = _culprit(func, chosen, len(report.iterations))
+        culprit = next((r for r in chosen if isinstance(e, RulePanic) and r.name == e.rule),
+                       None)
         where = (f"rule {culprit.name} ({culprit.where}) made tensors of different types equal"
                  if culprit else "a rule made tensors of different types equal")
         report.stop_reason, report.error = "error", f"{where}: {e}"
@@ -163,7 +166,8 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
 
 def _child(conn: Any, func: Func, rules: Sequence[Rule], options: OptOptions) -> None:
     try:
-        result = run_optimizer(func, rules, options, lambda m: conn.send(("iteration", m)))
+        result = run_optimizer(func, rules, options, lambda m: conn.send(("iteration", m)),
+                               on_loaded=lambda n, skipped: conn.send(("loaded", (n, skipped))))
         conn.send(("done", {"program": print_func(result.func), "report": result.report}))
     except BaseException as e:  # anything at all: the parent keeps the original program
         conn.send(("failed", f"{type(e).__name__}: {e}"))
@@ -207,7 +211,9 @@ def optimize(func: Func, rules: Sequence[Rule], options: OptOptions = OptOptions
         except EOFError:
             report.stop_reason, report.error = "error", "the optimizer process died"
             break
-        if kind == "iteration":
+        if kind == "loaded":  # so that a run killed at its deadline still counts them
+            report.rules_loaded, report.rules_skipped = payload
+        elif kind == "iteration":
             report.iterations.append(payload["iteration"])
             if on_iteration is not None:
                 on_iteration(payload["iteration"])

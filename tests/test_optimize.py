@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from tcp_rules.diagnostics import Source
 from tcp_rules.egraph.encode import Tables, encode_program, encode_rule
 from tcp_rules.egraph.saturate import Limits
+from tcp_rules.egraph.scheduler import Backoff
 from tcp_rules.elaborate import load_program
 from tcp_rules.inputs import random_inputs
 from tcp_rules.ir import Func
@@ -94,16 +95,21 @@ def test_soundness_classes_select_rules() -> None:
 def test_report_schema() -> None:
     result = optimize(func("func f(x: f32[N]) -> f32[N] { return mul(x, 1) }"), RULES, FAST)
     data = result.report.to_json()
-    assert data["schema"] == 1
+    assert data["schema"] == 2
     assert set(data) == {"schema", "stop_reason", "error", "seconds", "rules", "phases",
-                         "iterations",
-                         "matches", "extractor", "extraction_seconds", "cost",
-                         "kept_original"}
+                         "iterations", "matches", "backoff", "nodes", "extractor",
+                         "extraction_seconds", "cost", "kept_original"}
+    assert data["phases"] == [{"name": "simplify", "stop": "saturated"},
+                              {"name": "explore", "stop": "saturated"}]
+    assert data["nodes"]["limit"] == FAST.limits.nodes and data["nodes"]["over"] == 0
+    assert data["nodes"]["peak"] == max(it["enodes"] for it in data["iterations"])
+    assert set(data["backoff"]) == {"match_limit", "ban_length", "round_iterations", "patience",
+                                    "bans", "dropped"}
     assert data["stop_reason"] == "saturated"
     assert data["matches"]["mul-one"] >= 1  # summed over iterations (re-matches count)
     assert data["cost"]["after"] < data["cost"]["before"]
-    assert all(set(it) == {"index", "phase", "enodes", "eclasses", "seconds"}
-               for it in data["iterations"])
+    assert all(set(it) == {"index", "phase", "enodes", "eclasses", "seconds", "banned",
+                           "round_cost"} for it in data["iterations"])
     json.dumps(data)
 
 
@@ -134,6 +140,8 @@ def _blowup() -> str:
 
 
 BLOWUP = _blowup()
+# no budgets and no rounds: the rules run as plain equality saturation, and explode
+UNBOUNDED = Backoff(match_limit=1 << 40, round_iterations=1 << 20)
 
 
 def test_time_limit_is_a_hard_deadline(tmp_path: Path) -> None:
@@ -141,7 +149,7 @@ def test_time_limit_is_a_hard_deadline(tmp_path: Path) -> None:
     limit = 2.0
     start = time.perf_counter()
     result = optimize(func(BLOWUP), rules, OptOptions(
-        limits=Limits(iterations=100, nodes=10**9, seconds=limit)))
+        limits=Limits(iterations=100, nodes=10**9, seconds=limit), backoff=UNBOUNDED))
     elapsed = time.perf_counter() - start
     assert result.report.stop_reason == "time limit"
     assert elapsed <= limit * 1.1 + 0.3  # +10%, and the cost of starting the child process
@@ -149,13 +157,22 @@ def test_time_limit_is_a_hard_deadline(tmp_path: Path) -> None:
     assert compare(result.original, result.func, ins, "approx") is None
 
 
-def test_node_limit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backoff", [UNBOUNDED, Backoff()], ids=["unbounded", "default"])
+def test_node_limit_holds_inside_an_iteration(tmp_path: Path, backoff: Backoff) -> None:
     rules = blowup_rules(tmp_path)
     result = optimize(func(BLOWUP), rules, OptOptions(
-        isolate=False, limits=Limits(iterations=100, nodes=3000, seconds=60)))
-    assert result.report.stop_reason == "node limit"
-    sizes = [it["enodes"] for it in result.report.iterations]
-    assert sizes[-1] >= 3000 and all(n < 3000 for n in sizes[:-1])
+        isolate=False, backoff=backoff, limits=Limits(iterations=100, nodes=10_000, seconds=60)))
+    data = result.report.to_json()
+    sizes = [it["enodes"] for it in data["iterations"]]
+    # one iteration of these rules takes the e-graph from ~4k to ~20k e-nodes: the limit is
+    # checked before each rule, and a rule runs only if all its matches fit under it
+    assert data["nodes"]["peak"] <= 10_000 and data["nodes"]["over"] == 0, data["nodes"]
+    assert max(sizes) <= 10_000
+    if backoff is UNBOUNDED:
+        assert data["stop_reason"] == "node limit" and data["nodes"]["peak"] > 5_000
+    else:
+        assert data["stop_reason"] in ("node limit", "fixpoint", "saturated")
+        assert data["backoff"]["bans"]  # the expansive rules hit their budgets
 
 
 def test_a_rule_that_equates_different_types_is_named(tmp_path: Path) -> None:
@@ -241,7 +258,7 @@ def test_cli_opt(tmp_path: Path) -> None:
     again.write_text(out.stdout)  # the output, report included, is a valid program
     assert run_cli("check", str(again)).returncode == 0
     data = json.loads(run_cli("opt", str(prog), "--rules", rules, "--no-stdlib", "--json").stdout)
-    assert data["funcs"][0]["report"]["schema"] == 1
+    assert data["funcs"][0]["report"]["schema"] == 2
     egg = run_cli("opt", str(prog), "--rules", rules, "--no-stdlib", "--emit", "egglog").stdout
     assert "(datatype*" in egg and ':name "tt-compose"' in egg
     assert "stop reason" in run_cli("opt", str(prog), "--rules", rules, "--no-stdlib", "--emit",

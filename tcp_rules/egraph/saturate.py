@@ -1,15 +1,16 @@
-"""Saturation: load a program and rules into egglog and run the schedule under limits.
+"""Saturation: load a program and rules into egglog and run the phases under limits.
 
-Iterations are stepped from Python so that the iteration, e-node and time limits are checked
-between them (a single iteration cannot be interrupted inside egglog: the optimizer runs this
-in a child process and kills it at the deadline, see optimize.py). Each iteration first brings
-the type analysis to a fixpoint, then applies every scheduled ruleset once.
+Rules run one at a time (each rule has an egglog ruleset of its own), through a back-off
+scheduler (egraph/scheduler.py) that caps the matches a rule may apply in one go; the type
+analysis reaches its fixpoint after each. Between two rules the limits are checked, so they hold
+inside an iteration: the time limit is met to within one rule's run, and a rule is only applied
+when its matches fit under the node limit (each match adds at most ``enodes_per_match``
+e-nodes), so the e-graph does not pass the node limit (the report says by how much it did, if
+ever: at most one rule's matches). A panic names the rule that ran.
 
-A schedule runs in *phases*, each iterated to saturation or its limits before the next starts.
-By default the first phase holds every rule that does not mention ``kernel`` or ``load`` and the
-second the rules that do (fusion, rules/fusion.tcpr): algebra explores first, then every
-alternative it found can be fused, without the algebraic rules rewriting kernel bodies as well.
-Earlier phases stop at 60% of the time budget so that the last one always gets time.
+A schedule runs in *phases*, each iterated to saturation or its limits before the next starts;
+the default phases are derived from the rules' tiers (scheduler.default_phases). Earlier phases
+stop at their share of the time and node limits, so that the last one (fusion) always gets room.
 """
 
 from __future__ import annotations
@@ -31,18 +32,24 @@ from tcp_rules.egraph.encode import (
     rule_ruleset,
     ruleset_name,
 )
+from tcp_rules.egraph.scheduler import (
+    Backoff,
+    BackoffState,
+    PhasePlan,
+    RuleStep,
+    default_phases,
+)
 from tcp_rules.egraph.schema import analysis, declarations, tables
 from tcp_rules.ir import Func
 from tcp_rules.rules.model import Rule
-from tcp_rules.rules.sorting import forms_kernels
 
 
 @dataclass(frozen=True)
 class Limits:
-    """When saturation stops: iterations, e-nodes (checked between iterations), seconds."""
+    """When saturation stops: iterations (per phase), e-nodes, seconds."""
 
-    iterations: int = 12
-    nodes: int = 20_000
+    iterations: int = 12  # per phase
+    nodes: int = 50_000  # e-nodes in the e-graph, checked before each rule is applied
     seconds: float = 10.0
 
 
@@ -55,6 +62,8 @@ class IterationStats:
     matches: dict[str, int]
     phase: int = 0
     phase_end: bool = False  # the last iteration of its phase
+    banned: list[str] = field(default_factory=list)  # rules banned in this iteration
+    cost: float | None = None  # the best program's cost, where a round ended here
 
 
 @dataclass
@@ -69,17 +78,20 @@ class Saturation:
     rules_skipped: list[tuple[str, str]] = field(default_factory=list)
     iterations: list[IterationStats] = field(default_factory=list)
     stop_reason: str = "not run"
-    phases: list[list[str]] = field(default_factory=lambda: [["all-rules"]])
+    plans: list[PhasePlan] = field(default_factory=list)
     phase_stops: list[str] = field(default_factory=list)
+    backoff: BackoffState = field(default_factory=lambda: BackoffState(Backoff()))
+    peak_enodes: int = 0
+    node_cap: int = 0  # the node limit of the phase that stopped on it (0: none did)
 
 
 # A schedule: phases, each a sequence of stages of DSL rulesets. Each iteration of a phase runs
-# its stages once, in order (the type analysis reaching its fixpoint before and after each);
-# iterations repeat until saturation or a limit, then the next phase starts. The empty schedule
-# is the default two phases (see the module docstring).
+# its stages once, in order, each stage's rules one at a time; iterations repeat until
+# saturation or a limit, then the next phase starts. The empty schedule is the default phases
+# (scheduler.default_phases).
 Phase = tuple[tuple[str, ...], ...]
 Schedule = tuple[Phase, ...]
-EARLY_PHASES_SHARE = 0.6  # of the time limit, for all phases but the last
+EARLY_PHASES_SHARE = 0.6  # of the time and node limits, for all phases but the last
 
 
 def parse_schedule(text: str) -> Schedule:
@@ -120,9 +132,9 @@ def build_text(func: Func, rules: Sequence[Rule], tables_: Tables,
     if schedule:
         stages = [_stage(f"phase{i}-stage{j}", [ruleset_name(rs) for rs in stage if rs in groups])
                   for i, phase in enumerate(schedule) for j, stage in enumerate(phase)]
-    else:
-        stages = [_stage(f"phase{i}", [rule_ruleset(r) for r in loaded if forms_kernels(r) == k])
-                  for i, k in enumerate((False, True))]
+    else:  # the default phases as combined rulesets, for running the text in egglog by hand
+        stages = [_stage(f"phase-{plan.name}", [r.ruleset for r in plan.rules])
+                  for plan in default_phases(loaded)]
     parts = [
         "; tcp-rules: generated egglog program", declarations(),
         f"; helper tables up to rank {max(max_rank(func), 1)}", tables(max(max_rank(func), 1)),
@@ -152,7 +164,8 @@ def _stage(name: str, members: list[str]) -> str:
             else f"(ruleset {name})")
 
 
-def load(func: Func, rules: Sequence[Rule], schedule: Schedule = ()) -> Saturation:
+def load(func: Func, rules: Sequence[Rule], schedule: Schedule = (),
+         backoff: Backoff | None = None) -> Saturation:
     """Create the e-graph holding ``func`` with ``rules`` ready to run ``schedule``."""
     tables_ = Tables()
     text, roots, loaded, skipped = build_text(func, rules, tables_, schedule)
@@ -161,10 +174,14 @@ def load(func: Func, rules: Sequence[Rule], schedule: Schedule = ()) -> Saturati
         run_text(eg, text, "program.egg")
     except TcpError as e:
         raise _blame(e, text, rules) from None
-    kinds = {forms_kernels(r) for r in rules if r.name in loaded}
-    phases = ([[f"phase{i}-stage{j}" for j in range(len(ph))] for i, ph in enumerate(schedule)]
-              if schedule else [[f"phase{i}"] for i in (0, 1) if bool(i) in kinds] or [["phase0"]])
-    return Saturation(eg, tables_, roots, text, loaded, skipped, phases=phases)
+    chosen = [r for r in rules if r.name in set(loaded)]
+    plans = ([PhasePlan(f"phase{i}", [[RuleStep.of(r) for r in chosen if r.ruleset in stage]
+                                      for stage in phase])
+              for i, phase in enumerate(schedule)] if schedule else default_phases(chosen))
+    sat = Saturation(eg, tables_, roots, text, loaded, skipped, plans=plans,
+                     backoff=BackoffState(backoff or Backoff()))
+    sat.peak_enodes = sizes(eg)[0]
+    return sat
 
 
 def _blame(error: TcpError, text: str, rules: Sequence[Rule]) -> TcpError:
@@ -205,63 +222,160 @@ class EgglogPanic(Exception):
     """egglog panicked, e.g. an illegal merge: a rule equated tensors of different types."""
 
 
+def _counts(out: object) -> dict[str, int]:
+    """Rows per function from egglog's ``(print-size)`` output."""
+    return dict(out.sizes) if hasattr(out, "sizes") else dict(out.args[0])  # type: ignore[attr-defined]
+
+
+def _enodes(counts: dict[str, int]) -> int:
+    return sum(n for name, n in counts.items() if name[:1].isupper() and name != "TNil")
+
+
 def sizes(eg: bindings.EGraph) -> tuple[int, int]:
     """(e-nodes, typed e-classes) of the e-graph."""
     (out,) = run_text(eg, "(print-size)", "size.egg")
-    counts = dict(out.sizes) if hasattr(out, "sizes") else dict(out.args[0])  # type: ignore[attr-defined]
-    enodes = sum(n for name, n in counts.items() if name[:1].isupper() and name != "TNil")
-    return enodes, counts.get("dims", 0)
+    counts = _counts(out)
+    return _enodes(counts), counts.get("dims", 0)
 
 
-def step(sat: Saturation, phase: int = 0) -> tuple[bool, dict[str, int]]:
-    """One iteration of a phase: each of its stages once, in order, with the type analysis at
-    its fixpoint before and after each. Returns (changed, matches per rule)."""
-    types = "(run-schedule (saturate (run types)))"
-    text = "\n".join([types, *(f"(run {s} 1)\n{types}" for s in sat.phases[phase])])
-    outputs = run_text(sat.egraph, text, "step.egg")
-    changed = False
-    matches: dict[str, int] = {}
-    for out in outputs[1::2]:  # the stages' reports; the others are the type analysis
-        report = out.report  # type: ignore[attr-defined]
-        changed = changed or bool(report.updated)
+class RulePanic(EgglogPanic):
+    """A rule's run panicked (an illegal merge: it equated tensors of different types)."""
+
+    def __init__(self, rule: str, message: str):
+        super().__init__(message)
+        self.rule = rule
+
+
+@dataclass
+class StepResult:
+    """What one iteration did: whether anything changed, matches applied per egglog rule name,
+    the rules banned, and the limit that stopped it part-way (None: it ran every rule)."""
+
+    changed: bool = False
+    matches: dict[str, int] = field(default_factory=dict)
+    banned: list[str] = field(default_factory=list)
+    stop: str | None = None
+
+
+TYPES = "(run-schedule (saturate (run types)))"
+UNBUDGETED = 1 << 40  # the match limit of a rule outside the back-off scheduler
+
+
+def _found(report: object) -> dict[str, int]:
+    """Matches found per egglog rule in a run, applied or dropped by the back-off filter (a
+    dropped rule is missing from ``num_matches_per_rule`` but listed in the iterations)."""
+    found = {k: int(v) for k, v in report.num_matches_per_rule.items()}  # type: ignore[attr-defined]
+    for it in report.iterations:  # type: ignore[attr-defined]
+        for k, runs in it.rule_set_report.rule_reports.items():
+            if k not in found:
+                found[k] = max(int(r.num_matches) for r in runs)
+    return found
+
+
+def step(sat: Saturation, phase: int = 0, node_cap: int | None = None,
+         deadline: float | None = None) -> StepResult:
+    """One iteration of a phase: each rule of each stage once, in order, under the back-off
+    scheduler, with the type analysis at its fixpoint after each. Stops part-way, before the
+    rule that would not fit under ``node_cap`` e-nodes or once ``deadline`` has passed."""
+    plan, state = sat.plans[phase], sat.backoff
+    it = len(sat.iterations)
+    res = StepResult()
+    (out,) = run_text(sat.egraph, "(print-size)", "size.egg")
+    counts = _counts(out)
+    for rule in plan.rules:
+        if deadline is not None and time.perf_counter() >= deadline:
+            res.stop = "time limit"
+            break
+        if state.banned(rule.name, it) or not rule.can_match(counts):
+            continue
+        room = None  # how many of its matches fit (a rule building nothing, x => y, always fits)
+        if node_cap is not None and rule.enodes_per_match > 0:
+            room = (node_cap - _enodes(counts)) // rule.enodes_per_match
+        budget = state.threshold(rule.name) if plan.budgeted else UNBUDGETED
+        limit = budget if room is None else max(0, min(budget, room))
+        text = (f"(run-schedule (let-scheduler s (back-off :match-limit {limit})) "
+                f"(run-with s {rule.ruleset}))\n{TYPES}\n(print-size)")
+        try:
+            run_out, _, size_out = run_text(sat.egraph, text, "step.egg")
+        except EgglogPanic as e:
+            raise RulePanic(rule.name, str(e)) from None
+        report = run_out.report  # type: ignore[attr-defined]
+        counts = _counts(size_out)
+        sat.peak_enodes = max(sat.peak_enodes, _enodes(counts))
+        res.changed = res.changed or bool(report.updated)
+        found = _found(report)
         for k, v in report.num_matches_per_rule.items():
-            if not k.startswith("type-"):
-                k = k.removesuffix(INT_ZERO_SUFFIX)  # a variant of the same direction
-                matches[k] = matches.get(k, 0) + int(v)
-    return changed, matches
+            k = k.removesuffix(INT_ZERO_SUFFIX)  # a variant of the same direction
+            res.matches[k] = res.matches.get(k, 0) + int(v)
+        dropped = {k: v for k, v in found.items() if k not in report.num_matches_per_rule}
+        most = max(dropped.values(), default=0)
+        if most > budget:
+            state.ban(rule.name, it, most)
+            res.banned.append(rule.name)
+        elif most > limit:  # within its budget, but its matches would pass the node limit
+            res.stop = "node limit"
+            break
+    return res
 
 
 def saturate(sat: Saturation, limits: Limits, deadline: float | None = None,
-             on_iteration: Callable[[Saturation], None] | None = None) -> Saturation:
-    """Run each phase until saturation or a limit; records stats and the stop reasons (the
-    iteration and node limits apply to each phase, the node limit to the e-nodes it adds; the
-    time limit to the whole run)."""
+             on_iteration: Callable[[Saturation], None] | None = None,
+             round_cost: Callable[[Saturation], float] | None = None) -> Saturation:
+    """Run each phase until saturation, its fixpoint or a limit; records stats and the stop
+    reasons. The iteration limit applies to each phase, the node and time limits to the whole
+    run (earlier phases stop at their share). ``round_cost`` extracts the best program's cost
+    after each round of a phase that runs in rounds."""
     start = time.perf_counter()
     deadline = deadline if deadline is not None else start + limits.seconds
-    last = len(sat.phases) - 1
-    for phase in range(len(sat.phases)):
-        end = deadline if phase == last else min(
-            deadline, start + limits.seconds * EARLY_PHASES_SHARE * (phase + 1) / last)
-        sat.phase_stops.append(_run_phase(sat, phase, limits, end, on_iteration))
+    last = len(sat.plans) - 1
+    for phase in range(len(sat.plans)):
+        share = 1.0 if phase == last else EARLY_PHASES_SHARE * (phase + 1) / last
+        end = min(deadline, start + limits.seconds * share)
+        cap = max(1, int(limits.nodes * share))
+        stop = _run_phase(sat, phase, limits, end, cap, on_iteration, round_cost)
+        sat.phase_stops.append(stop)
+        if stop == "node limit" and not sat.node_cap:
+            sat.node_cap = cap
     # the run saturated only if every phase did; otherwise the first limit that cut it short
-    sat.stop_reason = next((r for r in sat.phase_stops if r != "saturated"), "saturated")
+    sat.stop_reason = next((r for r in sat.phase_stops if r not in ("saturated", "fixpoint")),
+                           "fixpoint" if "fixpoint" in sat.phase_stops else "saturated")
     return sat
 
 
-def _run_phase(sat: Saturation, phase: int, limits: Limits, deadline: float,
-               on_iteration: Callable[[Saturation], None] | None) -> str:
-    base = sat.iterations[-1].enodes if sat.iterations else 0
+def _run_phase(sat: Saturation, phase: int, limits: Limits, deadline: float, node_cap: int,
+               on_iteration: Callable[[Saturation], None] | None,
+               round_cost: Callable[[Saturation], float] | None) -> str:
+    plan, state = sat.plans[phase], sat.backoff
+    names = [r.name for r in plan.rules]
+    best, stale = None, 0  # the best round's cost, and rounds since it improved
+    rounds = plan.rounds and round_cost is not None
     for i in range(limits.iterations):
         if time.perf_counter() >= deadline:
             return "time limit"
         t0 = time.perf_counter()
-        changed, matches = step(sat, phase)
+        res = step(sat, phase, node_cap, deadline)
+        it = len(sat.iterations)
+        banned = state.any_banned(it + 1, names)
+        stop = res.stop
+        if stop is None and not res.changed:
+            if banned:  # nothing changed while rules were out: let them back in at once
+                state.lift(names)
+            else:
+                stop = "saturated"
         enodes, eclasses = sizes(sat.egraph)
-        stop = ("saturated" if not changed else "node limit" if enodes - base >= limits.nodes
-                else "iteration limit" if i == limits.iterations - 1 else None)
-        sat.iterations.append(IterationStats(len(sat.iterations) + 1, enodes, eclasses,
-                                             time.perf_counter() - t0, matches, phase,
-                                             stop is not None))
+        cost = None
+        if stop is None and rounds and (i + 1) % state.options.round_iterations == 0:
+            assert round_cost is not None
+            cost = round_cost(sat)
+            stale = 0 if best is None or cost < best * (1 - 1e-9) else stale + 1
+            best = cost if best is None else min(best, cost)
+            if stale >= state.options.patience:  # rounds that found nothing cheaper
+                stop = "fixpoint"
+        if stop is None and i == limits.iterations - 1:
+            stop = "iteration limit"
+        sat.iterations.append(IterationStats(it + 1, enodes, eclasses, time.perf_counter() - t0,
+                                             res.matches, phase, stop is not None, res.banned,
+                                             cost))
         if on_iteration is not None:
             on_iteration(sat)
         if stop is not None:
