@@ -66,25 +66,32 @@ OPTIONS: dict[str, Callable[[], OptOptions]] = {"optimized": OptOptions,
 @dataclass
 class Graph:
     """One benchmark graph: an ONNX model, the dims to import it with, and its inputs by ONNX
-    name (the model's own weights are not among them)."""
+    name (the model's own weights are not among them); or why it could not be built."""
 
     name: str
     source: str
-    model: onnx.ModelProto
+    model: onnx.ModelProto | None
     dims: dict[str, int] = field(default_factory=dict)
     feeds: dict[str, np.ndarray] = field(default_factory=dict)
+    skipped: str | None = None
 
 
 def graphs(small: bool = False, seed: int = 0) -> list[Graph]:
     """The suite's graphs at realistic sizes, or at tiny ones (``small``, for tests)."""
-    from tcp_rules.frontends.onnx.expanded import REALISTIC, SMALL, expanded_models
+    from tcp_rules.frontends.onnx.expanded import REALISTIC, SMALL, expansions
     from tcp_rules.frontends.onnx.zoo import encoder_layer
 
     out = []
-    for name, model in expanded_models(SMALL if small else REALISTIC).items():
-        node = model.graph.name.removesuffix("_expanded")
-        opset = max(o.version for o in model.opset_import)
-        out.append(Graph(name, f"ONNX {node} body, opset {opset}", model))
+    for name, ex in expansions(SMALL if small else REALISTIC).items():
+        try:
+            model = ex.build(seed)
+        except (ValueError, RuntimeError, onnx.checker.ValidationError,
+                onnx.shape_inference.InferenceError) as e:  # this onnx has no such body
+            out.append(Graph(name, f"ONNX {ex.op} body", None, skipped=f"expand: {e}"))
+            continue
+        body = max(o.version for o in model.opset_import)
+        out.append(Graph(name, f"ONNX {ex.op} (opset {ex.opset}) body, in opset {body}",
+                         model))
     d_model, heads, d_ff = (16, 2, 32) if small else (256, 4, 1024)
     dims = {"batch": 2, "seq": 8} if small else {"batch": 8, "seq": 128}
     out.append(Graph("encoder-2", f"zoo encoder: 2 layers, d_model {d_model}, {heads} heads",
@@ -96,6 +103,8 @@ def graphs(small: bool = False, seed: int = 0) -> list[Graph]:
 
 
 def _feeds(g: Graph, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    if g.model is None:
+        return {}
     inits = {t.name for t in g.model.graph.initializer}
     feeds = {}
     for inp in g.model.graph.input:
@@ -119,6 +128,7 @@ def prepare(g: Graph) -> tuple[Func, list[np.ndarray]]:
     importer made parameters). TcpError when the importer cannot read the graph."""
     from tcp_rules.frontends.onnx import import_model
 
+    assert g.model is not None, "a skipped graph has no model"
     imported = import_model(g.model, g.dims, where=g.name)
     func = imported.module.funcs[0]
     known = {**{imported.aliases.get(n, n): a for n, a in g.feeds.items()}, **imported.weights}
@@ -173,15 +183,21 @@ def outputs_mismatch(func: Func, inputs: Sequence[np.ndarray], want: Sequence[np
     return None
 
 
+def _first_line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0].removeprefix("error: ")
+
+
 def measure(g: Graph, rules: Sequence[Rule], repeats: int, threads: int = 1) -> dict[str, Any]:
     """One row of the suite: import, optimize both ways, compile, time and compare ``g``."""
     from tcp_rules.codegen.runtime import compile_func
 
-    row: dict[str, Any] = {"graph": g.name, "source": g.source, "skipped": None}
+    row: dict[str, Any] = {"graph": g.name, "source": g.source, "skipped": g.skipped}
+    if g.skipped:
+        return row
     try:
         func, inputs = prepare(g)
     except TcpError as e:
-        row["skipped"] = f"import: {e}"
+        row["skipped"] = f"import: {_first_line(e)}"
         return row
     row["ops"] = len(func.ops())
     funcs = {"unoptimized": func}
@@ -199,7 +215,7 @@ def measure(g: Graph, rules: Sequence[Rule], repeats: int, threads: int = 1) -> 
             cf = compile_func(f, threads=threads)
             outputs[k] = cf(*inputs)
         except TcpError as e:  # reported in the row; the other programs are still timed
-            stats["error"] = f"compile/run: {e}"
+            stats["error"] = f"compile/run: {_first_line(e)}"
             continue
         runs[k] = functools.partial(cf, *inputs)
     ms = {k: 1e3 * s for k, s in time_interleaved(runs, repeats).items()}

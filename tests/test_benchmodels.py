@@ -22,7 +22,9 @@ def test_the_suite_has_its_graphs() -> None:
                            "attention", "attention-causal", "attention-mask", "attention-gqa",
                            "encoder-2"}
     # the bodies are ONNX's, not one op the importer converts whole
-    assert all(len(g.model.graph.node) > 3 for g in GRAPHS.values())
+    for g in GRAPHS.values():
+        assert g.skipped is None and g.model is not None, g.name
+        assert len(g.model.graph.node) > 3, g.name
 
 
 @pytest.mark.parametrize("name", sorted(GRAPHS))
@@ -66,3 +68,18 @@ def test_mismatch_is_reported_not_raised() -> None:
     wrong = want.copy()
     wrong.flat[3] += 1e-2  # far beyond rounding for probabilities in [0, 1]
     assert "1 of" in (bm.outputs_mismatch(func, inputs, [want], [wrong]) or "")
+
+
+def test_unreadable_graph_is_skipped_with_the_importers_reason() -> None:
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 3])
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Hardmax", ["X"], ["Y"])], "g", [x],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 3])]),
+        opset_imports=[helper.make_opsetid("", 13)])
+    row = bm.measure(bm.Graph("hardmax", "test", model), [], repeats=1)
+    assert "Hardmax" in row["skipped"]
+    report = {"repeats": 1, "threads": 1, "cpu": "x", "tolerance": bm.TOLERANCE,
+              "graphs": [row]}
+    assert "hardmax             skipped: import:" in bm.render(report)

@@ -85,27 +85,42 @@ def _weight(rng: np.random.Generator, name: str, shape: tuple[int, ...]) -> np.n
     return (base + 0.1 * rng.standard_normal(shape)).astype(np.float32)
 
 
-def expanded_models(s: Sizes = REALISTIC) -> dict[str, onnx.ModelProto]:
-    """The suite's expanded ops at sizes ``s``, by name: norms, GELU in both forms, softmax,
-    and attention (plain, causal, with an additive mask, grouped-query)."""
+@dataclass(frozen=True)
+class Expansion:
+    """An op to expand: its type, the opset whose schema defines the body, inputs, attributes."""
+
+    op: str
+    opset: int
+    inputs: tuple[InputSpec, ...]
+    attrs: tuple[tuple[str, Any], ...] = ()
+
+    def build(self, seed: int = 0) -> onnx.ModelProto:
+        """The model of the expanded body (see :func:`expanded_model`)."""
+        return expanded_model(self.op, self.opset, self.inputs, seed, **dict(self.attrs))
+
+
+def expansions(s: Sizes = REALISTIC) -> dict[str, Expansion]:
+    """The suite's expanded ops at sizes ``s``, by name, built one at a time (an onnx release
+    without one of these bodies then fails for that one alone): norms, GELU in both forms,
+    softmax, and attention (plain, causal, with an additive mask, grouped-query)."""
     act = (s.batch, s.seq, s.hidden)
     q = (s.att_batch, s.heads, s.seq, s.head_size)
     kv = (s.att_batch, s.kv_heads, s.seq, s.head_size)
-    qkv = [("Q", q, False), ("K", q, False), ("V", q, False)]
+    x: InputSpec = ("X", act, False)
+    qkv: tuple[InputSpec, ...] = (("Q", q, False), ("K", q, False), ("V", q, False))
+    norm = (("axis", -1), ("epsilon", 1e-5))
     return {
-        "layernorm": expanded_model("LayerNormalization", 17, [
-            ("X", act, False), ("scale", (s.hidden,), True), ("bias", (s.hidden,), True)],
-            axis=-1, epsilon=1e-5),
-        "rmsnorm": expanded_model("RMSNormalization", 23, [
-            ("X", act, False), ("scale", (s.hidden,), True)], axis=-1, epsilon=1e-5),
-        "gelu-tanh": expanded_model("Gelu", 20, [("X", act, False)], approximate="tanh"),
-        "gelu-erf": expanded_model("Gelu", 20, [("X", act, False)]),
-        "softmax": expanded_model("Softmax", 13, [
-            ("X", (s.batch, s.heads, s.seq, s.seq), False)], axis=-1),
-        "attention": expanded_model("Attention", 23, qkv),
-        "attention-causal": expanded_model("Attention", 23, qkv, is_causal=1),
-        "attention-mask": expanded_model("Attention", 23, [
-            *qkv, ("attn_mask", (s.seq, s.seq), False)]),
-        "attention-gqa": expanded_model("Attention", 23, [
-            ("Q", q, False), ("K", kv, False), ("V", kv, False)]),
+        "layernorm": Expansion("LayerNormalization", 17, (
+            x, ("scale", (s.hidden,), True), ("bias", (s.hidden,), True)), norm),
+        "rmsnorm": Expansion("RMSNormalization", 23, (x, ("scale", (s.hidden,), True)), norm),
+        "gelu-tanh": Expansion("Gelu", 20, (x,), (("approximate", "tanh"),)),
+        "gelu-erf": Expansion("Gelu", 20, (x,)),
+        "softmax": Expansion("Softmax", 13, (("X", (s.batch, s.heads, s.seq, s.seq), False),),
+                             (("axis", -1),)),
+        "attention": Expansion("Attention", 23, qkv),
+        "attention-causal": Expansion("Attention", 23, qkv, (("is_causal", 1),)),
+        "attention-mask": Expansion("Attention", 23, (
+            *qkv, ("attn_mask", (s.seq, s.seq), False))),
+        "attention-gqa": Expansion("Attention", 23, (
+            ("Q", q, False), ("K", kv, False), ("V", kv, False))),
     }
