@@ -388,6 +388,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         print(cost_suite(args.json, args.repeats, threads=args.threads))
         return 0
+    if args.suite == "models":
+        from tcp_rules.benchmodels import models_suite  # needs onnx: only when asked
+
+        print(models_suite(args.json, args.repeats, threads=args.threads))
+        return 0
     if os.environ.get("OPENBLAS_NUM_THREADS") != str(args.threads):
         # OpenBLAS reads its thread count when NumPy loads; set later it runs ~30% slower
         env = {**os.environ, "OPENBLAS_NUM_THREADS": str(args.threads)}
@@ -483,7 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="benchmarks: compiled code against NumPy and others")
     p.add_argument("cases", nargs="*", help="codegen cases to run (default: all)")
-    p.add_argument("--suite", choices=("codegen", "optimizer", "verifier", "cost"),
+    p.add_argument("--suite", choices=("codegen", "optimizer", "verifier", "cost", "models"),
                    default="codegen")
     p.add_argument("--repeats", type=int, default=7, help="timed runs per engine (median)")
     p.add_argument("--threads", type=int, default=1, help="threads for every engine")

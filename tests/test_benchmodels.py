@@ -1,0 +1,85 @@
+"""The model suite's graphs (tcp_rules/benchmodels.py) at tiny shapes: each imports and agrees
+with onnxruntime, and the suite's machinery measures one of them. No timing assertions."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+from tcp_rules import benchmodels as bm  # noqa: E402
+from tcp_rules.interpret import evaluate  # noqa: E402
+
+GRAPHS = {g.name: g for g in bm.graphs(small=True)}
+
+
+def test_the_suite_has_its_graphs() -> None:
+    assert set(GRAPHS) == {"layernorm", "rmsnorm", "gelu-tanh", "gelu-erf", "softmax",
+                           "attention", "attention-causal", "attention-mask", "attention-gqa",
+                           "encoder-2"}
+    # the bodies are ONNX's, not one op the importer converts whole
+    for g in GRAPHS.values():
+        assert g.skipped is None and g.model is not None, g.name
+        assert len(g.model.graph.node) > 3, g.name
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+def test_imported_graph_matches_onnxruntime(name: str) -> None:
+    g = GRAPHS[name]
+    func, inputs = bm.prepare(g)
+    assert len(func.ops()) > 0
+    (got,) = evaluate(func, inputs)
+    sess = ort.InferenceSession(g.model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (want,) = sess.run(None, g.feeds)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    # f32 on both sides, different orders of evaluation: a few ulps of the largest magnitude
+    scale = float(np.abs(want).max())
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * scale)
+
+
+def test_suite_measures_a_tiny_graph() -> None:
+    report = json.loads(bm.models_suite(True, 1, small=True, names=["gelu-erf"]))
+    assert report["schema"] == bm.SCHEMA and report["repeats"] == 1
+    (row,) = report["graphs"]
+    assert row["graph"] == "gelu-erf" and row["skipped"] is None and row["ops"] > 0
+    for k in ("unoptimized", *bm.VARIANTS):
+        stats = row[k]
+        assert isinstance(stats["kernels"], int) and stats["kernels"] > 0, k
+        assert stats["ms"] > 0, k
+    for k in bm.VARIANTS:
+        stats = row[k]
+        assert stats["error"] is None and stats["mismatch"] is None, k
+        assert isinstance(stats["peak_enodes"], int) and stats["peak_enodes"] > 0
+        assert stats["stop_reason"] and stats["speedup"] > 0
+        assert stats["kernels"] <= row["unoptimized"]["kernels"]
+    table = bm.render(report)
+    (line,) = [line for line in table.splitlines() if line.startswith("gelu-erf ")]
+    assert line.endswith("| ok") and "How to read it" in table
+
+
+def test_mismatch_is_reported_not_raised() -> None:
+    func, inputs = bm.prepare(GRAPHS["softmax"])
+    (want,) = evaluate(func, inputs)
+    assert bm.outputs_mismatch(func, inputs, [want], [want.copy()]) is None
+    wrong = want.copy()
+    wrong.flat[3] += 1e-2  # far beyond rounding for probabilities in [0, 1]
+    assert "1 of" in (bm.outputs_mismatch(func, inputs, [want], [wrong]) or "")
+
+
+def test_unreadable_graph_is_skipped_with_the_importers_reason() -> None:
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 3])
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Hardmax", ["X"], ["Y"])], "g", [x],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 3])]),
+        opset_imports=[helper.make_opsetid("", 13)])
+    row = bm.measure(bm.Graph("hardmax", "test", model), [], repeats=1)
+    assert "Hardmax" in row["skipped"]
+    report = {"repeats": 1, "threads": 1, "cpu": "x", "tolerance": bm.TOLERANCE,
+              "graphs": [row]}
+    assert "hardmax             skipped: import:" in bm.render(report)
