@@ -40,7 +40,6 @@ import numpy as np
 import onnx
 
 from tcp_rules.diagnostics import TcpError
-from tcp_rules.egraph.saturate import parse_schedule
 from tcp_rules.extract.cost import RooflineCost
 from tcp_rules.ir import Func
 from tcp_rules.optimize import OptOptions, OptResult, optimize
@@ -54,9 +53,9 @@ TOLERANCE = ("|opt - unopt| <= (64 + 8 L) eps_f32 (max(|opt|, |unopt|) + B): the
 
 
 def no_algebra_options() -> OptOptions:
-    """The optimizer with the algebraic rules left out: layout, broadcast, reduction and padding
-    rules, then fusion. The one place that says what "no algebra" means."""
-    return OptOptions(schedule=parse_schedule("layout, broadcast, reductions, pad then fusion"))
+    """The optimizer with the algebra tier left out (egraph/scheduler.py: the simplify, layout
+    and fusion tiers run). The one place that says what "no algebra" means."""
+    return OptOptions(algebra=False)
 
 
 OPTIONS: dict[str, Callable[[], OptOptions]] = {"optimized": OptOptions,

@@ -20,6 +20,7 @@ from tcp_rules.benchsuites import optimizer_suite, verifier_suite
 from tcp_rules.demo import run_demo
 from tcp_rules.diagnostics import Diagnostic, TcpError
 from tcp_rules.egraph.saturate import Limits, check_schedule, parse_schedule
+from tcp_rules.egraph.scheduler import Backoff
 from tcp_rules.extract.cost import RooflineCost, with_sizes
 from tcp_rules.frontends import render_imported
 from tcp_rules.inputs import (
@@ -233,7 +234,8 @@ def _opt_options(args: argparse.Namespace) -> OptOptions:
     if bad:
         raise TcpError.at(f"--allow: unknown class '{bad[0]}' (classes: {', '.join(CLASSES)})")
     for name, value in (("--iter-limit", args.iter_limit), ("--node-limit", args.node_limit),
-                        ("--time-limit", args.time_limit)):
+                        ("--time-limit", args.time_limit), ("--match-limit", args.match_limit),
+                        ("--ban-length", args.ban_length)):
         if value <= 0:
             raise TcpError.at(f"{name} must be positive")
     if args.default_size < 1:
@@ -241,7 +243,9 @@ def _opt_options(args: argparse.Namespace) -> OptOptions:
     schedule = parse_schedule(args.schedule or "")
     return OptOptions(allow=allow, extractor=args.extractor, isolate=not args.no_isolate,
                       limits=Limits(args.iter_limit, args.node_limit, args.time_limit),
-                      cost=RooflineCost(default_size=args.default_size), schedule=schedule)
+                      cost=RooflineCost(default_size=args.default_size), schedule=schedule,
+                      backoff=Backoff(args.match_limit, args.ban_length),
+                      algebra=not args.no_algebra)
 
 
 def _rules(args: argparse.Namespace) -> RuleLibrary:
@@ -357,20 +361,32 @@ def _opt_arguments(p: argparse.ArgumentParser) -> None:
                         "verified)")
     p.add_argument("--allow", default="exact,approx",
                    help="soundness classes the optimizer may use (default: exact,approx)")
-    p.add_argument("--iter-limit", type=int, default=Limits.iterations)
-    p.add_argument("--node-limit", type=int, default=Limits.nodes)
+    p.add_argument("--iter-limit", type=int, default=Limits.iterations,
+                   help=f"iterations per phase (default {Limits.iterations})")
+    p.add_argument("--node-limit", type=int, default=Limits.nodes,
+                   help="e-nodes the e-graph may hold; a rule runs only if its matches fit "
+                        f"(default {Limits.nodes})")
     p.add_argument("--time-limit", type=float, default=Limits.seconds, metavar="S")
+    p.add_argument("--match-limit", type=int, default=Backoff.match_limit, metavar="N",
+                   help="back-off scheduler: matches a rule may apply per iteration before it "
+                        f"is banned; doubles with each ban (default {Backoff.match_limit})")
+    p.add_argument("--ban-length", type=int, default=Backoff.ban_length, metavar="N",
+                   help="back-off scheduler: iterations a rule is banned for; doubles with "
+                        f"each ban (default {Backoff.ban_length})")
+    p.add_argument("--no-algebra", action="store_true",
+                   help="leave the algebra tier out of the default schedule (simplify, layout "
+                        "and fusion rules only)")
     p.add_argument("--extractor", choices=("tree", "dag", "ilp"), default="dag")
     p.add_argument("--schedule", metavar="PHASES",
                    help="phases split by 'then', each iterated to saturation; in a phase, "
                         "stages split by ';' run in order each iteration; rulesets in a stage "
-                        "split by ',': 'layout; algebra, broadcast then fusion' (default: every "
-                        "rule without kernel/load, then those with them)")
+                        "split by ',': 'layout; algebra, broadcast then fusion' (default: "
+                        "simplify, explore, fusion; docs/optimizer.md)")
     p.add_argument("--default-size", type=int, default=RooflineCost.default_size, metavar="N",
                    help="the size the cost model gives symbolic dims (default 64)")
     p.add_argument("--no-isolate", action="store_true",
                    help="saturate in this process (the time limit is then checked between "
-                        "iterations only)")
+                        "rules only)")
     p.add_argument("--validate", action="store_true",
                    help="run the optimized program against the original on special and random "
                         "inputs (and on --inputs) and refuse it if it differs beyond its class")
@@ -391,7 +407,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.suite == "models":
         from tcp_rules.benchmodels import models_suite  # needs onnx: only when asked
 
-        print(models_suite(args.json, args.repeats, threads=args.threads))
+        print(models_suite(args.json, args.repeats, threads=args.threads,
+                           names=args.cases or None))
         return 0
     if os.environ.get("OPENBLAS_NUM_THREADS") != str(args.threads):
         # OpenBLAS reads its thread count when NumPy loads; set later it runs ~30% slower

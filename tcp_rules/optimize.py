@@ -55,6 +55,7 @@ class OptOptions:
     ilp_seconds: float = 10.0
     schedule: Schedule = ()
     backoff: Backoff = field(default_factory=Backoff)
+    algebra: bool = True  # False: the default schedule leaves the algebra tier out
 
 
 @dataclass
@@ -136,7 +137,7 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
         return cost
 
     try:
-        sat = load(func, chosen, options.schedule, options.backoff)
+        sat = load(func, chosen, options.schedule, options.backoff, options.algebra)
         report.rules_loaded = len(sat.rules_loaded)
         report.rules_skipped = sat.rules_skipped
         if on_loaded is not None:

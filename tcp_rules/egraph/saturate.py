@@ -165,8 +165,9 @@ def _stage(name: str, members: list[str]) -> str:
 
 
 def load(func: Func, rules: Sequence[Rule], schedule: Schedule = (),
-         backoff: Backoff | None = None) -> Saturation:
-    """Create the e-graph holding ``func`` with ``rules`` ready to run ``schedule``."""
+         backoff: Backoff | None = None, algebra: bool = True) -> Saturation:
+    """Create the e-graph holding ``func`` with ``rules`` ready to run ``schedule`` (without
+    ``algebra``, the default schedule leaves the algebra tier out)."""
     tables_ = Tables()
     text, roots, loaded, skipped = build_text(func, rules, tables_, schedule)
     eg = bindings.EGraph()
@@ -177,7 +178,8 @@ def load(func: Func, rules: Sequence[Rule], schedule: Schedule = (),
     chosen = [r for r in rules if r.name in set(loaded)]
     plans = ([PhasePlan(f"phase{i}", [[RuleStep.of(r) for r in chosen if r.ruleset in stage]
                                       for stage in phase])
-              for i, phase in enumerate(schedule)] if schedule else default_phases(chosen))
+              for i, phase in enumerate(schedule)] if schedule
+             else default_phases(chosen, algebra))
     sat = Saturation(eg, tables_, roots, text, loaded, skipped, plans=plans,
                      backoff=BackoffState(backoff or Backoff()))
     sat.peak_enodes = sizes(eg)[0]

@@ -128,11 +128,14 @@ class PhasePlan:
         return [r for stage in self.stages for r in stage]
 
 
-def default_phases(rules: Iterable[Rule]) -> list[PhasePlan]:
-    """simplify, explore, fusion (empty phases left out; see the module docstring)."""
+def default_phases(rules: Iterable[Rule], algebra: bool = True) -> list[PhasePlan]:
+    """simplify, explore, fusion (empty phases left out; see the module docstring); without
+    ``algebra``, the algebra tier is left out (and with it the explore phase)."""
     by_tier: dict[str, list[RuleStep]] = {t: [] for t in TIERS}
     for r in rules:
-        by_tier[tier(r)].append(RuleStep.of(r))
+        t = tier(r)
+        if algebra or t != "algebra":
+            by_tier[t].append(RuleStep.of(r))
     cheap = by_tier["simplify"] + by_tier["layout"]
     phases = [PhasePlan("simplify", [cheap], budgeted=False),
               PhasePlan("explore", [cheap + by_tier["algebra"]], rounds=True),
