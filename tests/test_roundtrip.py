@@ -10,6 +10,8 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
+import ml_dtypes
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -180,13 +182,18 @@ SIZES = ("N", "M", 4)
 
 def scalars(dtype: DType) -> st.SearchStrategy[int | float | bool]:
     """Literals that fit ``dtype``: every float (inf, nan, -0.0, subnormals) or in-range ints."""
-    if dtype.is_float:
-        width = 32 if dtype is DType.F32 else 64  # literals that overflow the dtype are refused
-        return st.one_of(st.floats(width=width), st.integers(-1000, 1000))
+    if dtype.is_float:  # literals that overflow the dtype are refused
+        if dtype is DType.BF16:  # f32's range, less the top values that round up to inf
+            big = float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)
+            floats = st.one_of(st.floats(-big, big, width=32),
+                               st.sampled_from([math.inf, -math.inf, math.nan]))
+        else:
+            floats = st.floats(width={DType.F16: 16, DType.F32: 32}.get(dtype, 64))
+        return st.one_of(floats, st.integers(-1000, 1000))
     if dtype.is_bool:
         return st.one_of(st.booleans(), st.sampled_from([0, 1]))
-    info = (-(2**31), 2**31 - 1) if dtype is DType.I32 else (-(2**63), 2**63 - 1)
-    return st.integers(*info)
+    info = np.iinfo(dtype.np_dtype)
+    return st.integers(int(info.min), int(info.max))
 
 
 class Gen:
@@ -239,9 +246,8 @@ class Gen:
         v = self.pick(lambda u: not u.type.dtype.is_bool)
         if v is None:
             return None
-        width = 32 if v.type.dtype is DType.F32 else 64
-        bound = st.none() | (st.floats(allow_nan=False, width=width) if v.type.dtype.is_float
-                             else st.integers(-100, 100))
+        # a bound is a literal of v's dtype (scalars gives those that fit), never NaN
+        bound = st.none() | scalars(v.type.dtype).filter(lambda b: b == b)
         lo, hi = self.draw(bound), self.draw(bound)
         if lo is None and hi is None:
             lo = 0
