@@ -212,6 +212,7 @@ def _group(gens: list[Perm]) -> Ordered:
 
 
 def _fallback(gens: list[Perm]) -> Ordered:
+    """What stands for a group too large to list: see _group."""
     out: Ordered = {tuple(range(len(gens[0]))): None}
     for p in gens:  # a permutation with its inverse, so that the set stays closed
         out.update({p: None, inverse(p): None})
