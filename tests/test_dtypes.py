@@ -19,6 +19,7 @@ from test_ops_reference import SPECIAL, assert_same, run
 from tcp_rules.codegen.irbase import IR, mem_type, reg_type
 from tcp_rules.codegen.storage import load_value, store_value
 from tcp_rules.egraph.schema import tables
+from tcp_rules.egraph.tables_needed import TableNeeds
 from tcp_rules.elaborate import parse_type
 from tcp_rules.inputs import random_array
 from tcp_rules.ops import OPS, ShapeError, identity_value
@@ -70,7 +71,7 @@ def missing_dtype_facets(dt: DType) -> list[str]:
         assert full_mantissa(dt, rng, 4).dtype == dt.np_dtype
     except Exception:
         problems.append("verifier palettes (verify.values)")
-    if f'"{dt}"' not in tables(1):
+    if f'"{dt}"' not in tables(TableNeeds()):
         problems.append("egglog dtype tables (egraph.schema.tables)")
     if dt not in SPECIAL:
         problems.append("hand-picked edge values (test_ops_reference.SPECIAL)")

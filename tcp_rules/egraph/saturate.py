@@ -40,6 +40,7 @@ from tcp_rules.egraph.scheduler import (
     default_phases,
 )
 from tcp_rules.egraph.schema import analysis, declarations, tables
+from tcp_rules.egraph.tables_needed import needed
 from tcp_rules.ir import Func
 from tcp_rules.rules.model import Rule
 
@@ -137,7 +138,7 @@ def build_text(func: Func, rules: Sequence[Rule], tables_: Tables,
                   for plan in default_phases(loaded)]
     parts = [
         "; tcp-rules: generated egglog program", declarations(),
-        f"; helper tables up to rank {max(max_rank(func), 1)}", tables(max(max_rank(func), 1)),
+        f"; helper tables up to rank {max(max_rank(func), 1)}", tables(needed(func, loaded)),
         analysis(), *rule_texts,
         *(f"(unstable-combined-ruleset {ruleset_name(rs)} {' '.join(members)})"
           for rs, members in groups.items()),

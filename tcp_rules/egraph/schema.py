@@ -11,9 +11,9 @@ size is itself, a symbolic dim a negative id (see DimIds).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable
 
+from tcp_rules.egraph.tables_needed import TableNeeds, axis_set, inverse, reduced_perm
 from tcp_rules.ops import OPS, AttrKind, OpDef
 from tcp_rules.types import DType
 
@@ -78,8 +78,10 @@ def _vec(xs: Iterable[int]) -> str:
     return f"(vec-of {' '.join(map(str, xs))})" if xs else "(vec-empty)"
 
 
-def tables(max_rank: int) -> str:
-    """Rows of the helper tables for every rank up to ``max_rank``."""
+def tables(needs: TableNeeds) -> str:
+    """Rows of the dtype predicates and of the helper tables ``needs`` asks for (see
+    tables_needed: rows for what the program and the rules can reach, not for every
+    permutation of the largest rank)."""
     rows = []
     for d in DType:
         rows.append(f'(set (is-float "{d}") {str(d.is_float).lower()})')
@@ -87,33 +89,32 @@ def tables(max_rank: int) -> str:
         rows.append(f'(set (is-bool "{d}") {str(d is DType.I1).lower()})')
         rows.append(f'(set (is-signed "{d}") {str(d.is_float or d.is_signed).lower()})')
         rows.append(f'(set (is-unsigned "{d}") {str(d.is_unsigned).lower()})')
-    for r in range(max_rank + 1):
+    # sorted's arguments: reduction axes (typing, reduced_perm) and sorted lists (is_sorted);
+    # axis-set's: remove's positions
+    to_sort, to_remove = set(needs.literals), set(needs.literals)
+    for r in range(needs.max_rank + 1):
         rows.append(f"(set (iota {r}) {_vec(range(r))})")
         rows.append(f"(set (zeros {r}) {_vec([0] * r)})")
-        subsets = [c for n in range(r + 1) for c in itertools.combinations(range(r), n)]
-        for axes in subsets:
+        subsets = needs.subsets(r)
+        removals = needs.removals(r)
+        to_sort |= subsets | set(needs.reductions.get(r, ())) | set(needs.broadcasts.get(r, ()))
+        to_remove |= removals
+        for axes in sorted({axis_set(a) for a in removals}):  # removals hold the subsets
+            rows.append(f"(set (keep-sel {r} {_vec(axes)}) "
+                        f"{_vec(i for i in range(r) if i not in axes)})")
+        for axes in sorted(subsets):
             kept = [i for i in range(r) if i not in axes]
-            rows.append(f"(set (keep-sel {r} {_vec(axes)}) {_vec(kept)})")
             rows.append(f"(set (reduce-sel {r} {_vec(axes)} false) {_vec(kept)})")
             # keepdims: a reduced axis reads index r of (vec-push dims 1), the appended 1
             rows.append(f"(set (reduce-sel {r} {_vec(axes)} true) "
                         f"{_vec(r if i in axes else i for i in range(r))})")
-        for perm in itertools.permutations(range(r)):
-            inv = [perm.index(i) for i in range(r)]
-            rows.append(f"(set (inverse {_vec(perm)}) {_vec(inv)})")
-            for axes in subsets:
-                gone = {perm[a] for a in axes}
-                kept = [v for v in perm if v not in gone]
-                order = {v: i for i, v in enumerate(sorted(kept))}
-                rows.append(f"(set (reduced-perm {_vec(perm)} {_vec(axes)}) "
-                            f"{_vec(order[v] for v in kept)})")
-    for n in range(max_rank + 1):  # every list of distinct axes
-        for seq in itertools.permutations(range(max_rank), n):
-            rows.append(f"(set (sorted {_vec(seq)}) {_vec(sorted(seq))})")
-            # remove's positions are a set: the same list, and with one axis repeated at its
-            # end (remove(s, cat(a, [c])) with c in a, the usual way to say "c is reduced")
-            for extra in ((), *((c,) for c in seq)):
-                rows.append(f"(set (axis-set {_vec(seq + extra)}) {_vec(sorted(seq))})")
+    for r, perms in sorted(needs.perms.items()):
+        rows.extend(f"(set (inverse {_vec(p)}) {_vec(inverse(p))})" for p in sorted(perms))
+        rows.extend(f"(set (reduced-perm {_vec(p)} {_vec(axes)}) {_vec(reduced_perm(p, axes))})"
+                    for p, axes in sorted(needs.reduced_pairs(r)))
+    rows.extend(f"(set (sorted {_vec(a)}) {_vec(sorted(a))})" for a in sorted(to_sort))
+    # remove's positions are a set (a repeat comes from remove(s, cat(a, [c])), c in a)
+    rows.extend(f"(set (axis-set {_vec(a)}) {_vec(axis_set(a))})" for a in sorted(to_remove))
     return "\n".join(dict.fromkeys(rows)) + "\n"
 
 
