@@ -80,15 +80,18 @@ def _memoizable(op: OpDef | None) -> bool:
 def dag_cost(snap: Snapshot, choice: dict[int, ENode], costs: dict[tuple[int, int], float]
              ) -> float:
     """Total cost of the program the choice spans from the roots (cost.kernel_totals)."""
-    known: dict[int, float] = {}  # a body is visited once per kernel computing it
+    known: dict[int, float] = {}
 
     def own(c: int) -> float:
         if c not in known:
             known[c] = costs[(c, snap.classes[c].nodes.index(choice[c]))]
         return known[c]
 
-    return sum(kernel_totals(snap.roots, lambda c: choice[c].children,
-                             lambda c: snap.classes[c].sort is not Sort.TENSOR, own).values())
+    # C-level callables: a body is visited once per kernel computing it, and kernels inline
+    # long chains of bodies when fusion rules ran
+    bodies = {c.id for c in snap.classes.values() if c.sort is not Sort.TENSOR}
+    kids = {c: n.children for c, n in choice.items()}
+    return sum(kernel_totals(snap.roots, kids.__getitem__, bodies.__contains__, own).values())
 
 
 def finish(snap: Snapshot, pick: dict[int, ENode], costs: dict[tuple[int, int], float],

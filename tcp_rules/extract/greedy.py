@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from tcp_rules.extract.choice import Extraction, finish, node_costs
+from tcp_rules.extract.choice import INF, Extraction, finish, node_costs
 from tcp_rules.extract.cost import CostModel
 from tcp_rules.extract.order import TOLERANCE, superior_order
 from tcp_rules.extract.snapshot import ENode, Snapshot
@@ -54,18 +54,19 @@ def greedy_dag(snap: Snapshot, model: CostModel) -> Extraction:
     bodies = _Sets(len(snap.classes) - len(tensor))  # the bodies it computes, with own costs
     unions: dict[tuple[int, ...], tuple[float, float]] = {}  # by distinct children: weights
 
+    tsum, bsum = tensors.total, bodies.total
+
     def evaluate(cid: int, node: ENode, own: float, bound: float) -> tuple[float, _Data] | None:
         kids = node.children
         if len(kids) == 1 or (len(kids) == 2 and kids[0] == kids[1]):
-            ts, bs = tensors.total[kids[0]], bodies.total[kids[0]]
+            ts, bs = tsum[kids[0]], bsum[kids[0]]
         elif not kids:
             ts = bs = 0.0
         else:  # commuted and sibling nodes have the same children: weigh their union once
             key = tuple(sorted(set(kids)))
             if key not in unions:
-                least = (own + max(map(tensors.total.__getitem__, key))
-                         + max(map(bodies.total.__getitem__, key)))
-                if least >= bound - TOLERANCE:
+                if bound < INF and (own + max(map(tsum.__getitem__, key))
+                                    + max(map(bsum.__getitem__, key))) >= bound - TOLERANCE:
                     return None  # no cheaper than the class's tentative choice
                 unions[key] = tensors.union_weight(key), bodies.union_weight(key)
             ts, bs = unions[key]
@@ -76,7 +77,7 @@ def greedy_dag(snap: Snapshot, model: CostModel) -> Extraction:
         kids = node.children
         if cid in tensor:
             tensors.add(cid, kids, ts, own + bs)  # its work: a kernel's bodies stay inside it
-            bodies.add(cid, (), 0.0, None)
+            bodies.mask[cid], bsum[cid] = 0, 0.0
         else:
             tensors.add(cid, kids, ts, None)
             bodies.add(cid, kids, bs, own)
