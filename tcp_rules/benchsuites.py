@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -14,8 +15,9 @@ from tcp_rules.diagnostics import Source
 from tcp_rules.egraph.saturate import Limits, load, saturate
 from tcp_rules.elaborate import load_program
 from tcp_rules.extract.cost import RooflineCost
-from tcp_rules.extract.extractors import greedy_dag, ilp
-from tcp_rules.extract.snapshot import snapshot
+from tcp_rules.extract.extractors import greedy_dag, ilp, tree
+from tcp_rules.extract.snapshot import Snapshot, snapshot
+from tcp_rules.extract.synthetic import layered_snapshot
 from tcp_rules.ir import Func
 from tcp_rules.optimize import OptOptions, optimize, select_rules
 from tcp_rules.resources import example_paths
@@ -69,9 +71,41 @@ def dag_vs_ilp(name: str, func: Func, rules: list[Any], iterations: int) -> dict
             "gap_percent": round((dag.cost / exact.cost - 1) * 100, 2) if exact.cost else 0.0}
 
 
+def extraction_scale(name: str, snap: Snapshot, snapshot_seconds: float | None = None
+                     ) -> dict[str, Any]:
+    """Tree and greedy DAG extraction on one (large) e-graph: seconds and cost of each;
+    ``snapshot_seconds`` is how long reading it out of egglog took, where it was."""
+    model = RooflineCost()
+    row: dict[str, Any] = {"program": name, "enodes": snap.enodes, "eclasses": len(snap.classes),
+                           "snapshot_seconds": snapshot_seconds}
+    for extract in (tree, greedy_dag):
+        ex = extract(snap, model)
+        row[f"{ex.extractor}_seconds"] = round(ex.seconds, 3)
+        row[f"{ex.extractor}_cost"] = ex.cost
+    return row
+
+
+def scale_egraphs(rules: list[Any]) -> Iterator[tuple[str, Snapshot, float | None]]:
+    """E-graphs of ~100k e-nodes: a synthetic one (extract.synthetic), and a 2-layer
+    transformer encoder (d_model 256) saturated 5 iterations (~62k e-nodes; needs onnx)."""
+    yield "synthetic-100k", layered_snapshot(100_000), None
+    try:
+        from tcp_rules.frontends.onnx.model import import_model
+        from tcp_rules.frontends.onnx.zoo import encoder_layer
+    except ImportError:  # the onnx extra is not installed
+        return
+    model = encoder_layer(d_model=256, heads=4, d_ff=1024, layers=2)
+    func = import_model(model, {"batch": 8, "seq": 128}).module.funcs[0]
+    sat = load(func, select_rules(rules, ("exact", "approx")))
+    saturate(sat, Limits(iterations=5, nodes=10**7, seconds=600))
+    start = time.perf_counter()
+    snap = snapshot(sat.egraph, sat.tables, sat.roots)
+    yield "encoder-2x256", snap, round(time.perf_counter() - start, 3)
+
+
 def optimizer_suite(as_json: bool = False) -> str:
     """E-graph growth and optimization time on the examples and a generated 1000-op program,
-    and greedy DAG extraction against exact ILP on small e-graphs."""
+    greedy DAG extraction against exact ILP on small e-graphs, and extraction at scale."""
     rules = list(load_standard_library().rules)
     funcs = {p.stem: load_program(Source(p.name, p.read_text())).funcs[0]
              for p in example_paths()}
@@ -79,8 +113,10 @@ def optimizer_suite(as_json: bool = False) -> str:
     rows.append(growth("generated-1000", generated(1000), rules,
                        Limits(iterations=12, nodes=20_000, seconds=10)))
     gaps = [dag_vs_ilp(n, f, rules, it) for n, f in funcs.items() for it in (2, 4)]
+    scale = [extraction_scale(*g) for g in scale_egraphs(rules)]
     if as_json:
-        return json.dumps({"growth": rows, "extraction": gaps}, indent=2)
+        return json.dumps({"growth": rows, "extraction": gaps, "extraction_at_scale": scale},
+                          indent=2)
     out = [f"{'program':<16}{'ops':>6}{'iters':>6}  {'stop':<16}{'seconds':>8}  "
            "e-nodes per iteration"]
     out += [f"{r['program']:<16}{r['ops']:>6}{r['iterations']:>6}  {r['stop']:<16}"
@@ -90,6 +126,12 @@ def optimizer_suite(as_json: bool = False) -> str:
     out += [f"{g['program']:<12}{g['enodes']:>8}{g['dag_cost']:>12.0f}{g['ilp_cost']:>12.0f}"
             f"{g['gap_percent']:>8.2f}{g['dag_seconds']:>8.3f}{g['ilp_seconds']:>8.2f}  "
             f"{g['ilp_optimal']}" for g in gaps]
+    out.append(f"\nextraction at scale\n{'e-graph':<16}{'e-nodes':>8}{'classes':>8}"
+               f"{'snapshot s':>11}{'tree s':>8}{'dag s':>8}{'tree cost':>12}{'dag cost':>12}")
+    out += [f"{r['program']:<16}{r['enodes']:>8}{r['eclasses']:>8}"
+            f"{'-' if r['snapshot_seconds'] is None else r['snapshot_seconds']:>11}"
+            f"{r['tree_seconds']:>8.2f}{r['dag_seconds']:>8.2f}{r['tree_cost']:>12.0f}"
+            f"{r['dag_cost']:>12.0f}" for r in scale]
     return "\n".join(out)
 
 

@@ -40,7 +40,8 @@ class CostModel(Protocol):
     def node_cost(self, node: ENode, out: TensorType, args: Sequence[TensorType],
                   sort: Sort = Sort.TENSOR) -> float:
         """The cost of computing ``node`` (result type ``out``, of ``sort``) from its
-        operands."""
+        operands: a function of the node's op, attributes and parameter name, the types and
+        the sort only (extraction asks once per distinct combination, choice.node_costs)."""
         ...
 
 

@@ -5,150 +5,57 @@ Kernel bodies are the exception to sharing: a body is computed inside every kern
 so the DAG accounting (:func:`dag_cost`, the greedy DAG extractor) charges a body's cost to each
 tensor node reading it, and shares only tensors. The ILP shares every e-class; its choice is
 re-costed with :func:`dag_cost` and not claimed optimal when the e-graph holds bodies.
+
+Tree and greedy DAG extraction evaluate each e-node once, in Knuth's generalization of
+Dijkstra's order (order.py); the greedy DAG extractor is in greedy.py, what a choice costs in
+choice.py.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
-from tcp_rules.extract.cost import CostModel, kernel_totals
+from tcp_rules.extract.choice import (
+    INF,
+    Extraction,
+    ExtractionError,
+    dag_cost,
+    finish,
+    node_costs,
+)
+from tcp_rules.extract.cost import CostModel
+from tcp_rules.extract.greedy import greedy_dag
+from tcp_rules.extract.order import superior_order
 from tcp_rules.extract.snapshot import ENode, Snapshot
 from tcp_rules.sorts import Sort
 
-INF = math.inf
-
-
-@dataclass
-class Extraction:
-    """A choice of one e-node per needed e-class; ``cost`` counts shared classes once."""
-
-    choice: dict[int, ENode]
-    cost: float
-    extractor: str
-    seconds: float
-    optimal: bool | None = None  # ILP: proved optimal
-
-
-def node_costs(snap: Snapshot, model: CostModel) -> dict[tuple[int, int], float]:
-    """The cost of each e-node alone, keyed by (class, index); inf where a type is unknown."""
-    out = {}
-    for c in snap.classes.values():
-        for i, n in enumerate(c.nodes):
-            kids = [snap.classes[k].type for k in n.children]
-            if c.type is None or any(t is None for t in kids):
-                out[(c.id, i)] = INF
-            else:
-                out[(c.id, i)] = model.node_cost(n, c.type, kids,  # type: ignore[arg-type]
-                                                 c.sort)
-    return out
-
-
-def dag_cost(snap: Snapshot, choice: dict[int, ENode], costs: dict[tuple[int, int], float]
-             ) -> float:
-    """Total cost of the program the choice spans from the roots (cost.kernel_totals)."""
-    def own(c: int) -> float:
-        return costs[(c, snap.classes[c].nodes.index(choice[c]))]
-    return sum(kernel_totals(snap.roots, lambda c: choice[c].children,
-                             lambda c: snap.classes[c].sort is not Sort.TENSOR, own).values())
-
-
-def _propagate(snap: Snapshot, improve: Callable[[int, int], bool]) -> None:
-    """Evaluate e-nodes bottom-up from the leaves: ``improve(class, node index)`` says whether
-    that node made its class cheaper, and then the class's users are evaluated again."""
-    parents: dict[int, list[tuple[int, int]]] = {c: [] for c in snap.classes}
-    for c in snap.classes.values():
-        for i, n in enumerate(c.nodes):
-            for k in set(n.children):
-                parents[k].append((c.id, i))
-    todo = deque((c.id, i) for c in snap.classes.values() for i, n in enumerate(c.nodes)
-                 if not n.children)
-    queued = set(todo)
-    while todo:
-        cid, i = todo.popleft()
-        queued.discard((cid, i))
-        if improve(cid, i):
-            for p in parents[cid]:
-                if p not in queued:
-                    queued.add(p)
-                    todo.append(p)
+__all__ = ["EXTRACTORS", "Extraction", "ExtractionError", "dag_cost", "greedy_dag", "ilp",
+           "node_costs", "tree"]
 
 
 def tree(snap: Snapshot, model: CostModel) -> Extraction:
-    """Bottom-up fixpoint of cost(node) + sum of the children's best costs."""
+    """Each class's cheapest term with every use of a subterm paid for: the least fixpoint of
+    cost(class) = min over its nodes of own cost + the sum of the children's costs (optimal for
+    own costs >= 0; each node evaluated once, order.py)."""
     start = time.perf_counter()
     costs = node_costs(snap, model)
-    best: dict[int, float] = {c: INF for c in snap.classes}
-    pick: dict[int, ENode] = {}
+    best: dict[int, float] = {}
 
-    def improve(cid: int, i: int) -> bool:
-        n = snap.classes[cid].nodes[i]
-        total = costs[(cid, i)] + sum(best[k] for k in n.children)
-        if total >= best[cid] - 1e-9:
-            return False
-        best[cid], pick[cid] = total, n
-        return True
+    def evaluate(cid: int, node: ENode, own: float, bound: float) -> tuple[float, None]:
+        total = own
+        for k in node.children:
+            total += best[k]
+        return total, None
 
-    _propagate(snap, improve)
-    return _finish(snap, pick, costs, "tree", start)
+    def finalize(cid: int, node: ENode, total: float, data: None) -> None:
+        best[cid] = total
 
-
-@dataclass
-class _Best:
-    total: float
-    bodies: dict[int, float]  # body classes this body computes (empty for a tensor)
-    tensors: dict[int, float]  # tensor classes reached, each with its kernel's cost
-    shared: float  # the sum of ``tensors``
-
-
-def greedy_dag(snap: Snapshot, model: CostModel) -> Extraction:
-    """Like tree, but a node's cost is that of the union of its children's sub-DAGs: each
-    tensor it reaches counted once, each body once per kernel computing it."""
-    start = time.perf_counter()
-    costs = node_costs(snap, model)
-    best: dict[int, _Best] = {}
-    pick: dict[int, ENode] = {}
-
-    def union(kids: list[int], part: Callable[[_Best], dict[int, float]]
-              ) -> tuple[dict[int, float], float, int | None]:
-        """The union of the children's maps grown from the largest one: (union, the sum of
-        what the others add, the largest one's child)."""
-        top = max(kids, key=lambda k: len(part(best[k])), default=None)
-        if top is None:
-            return {}, 0.0, None
-        base = part(best[top])
-        extra = {c: v for k in kids if k != top for c, v in part(best[k]).items()
-                 if c not in base}
-        return ({**base, **extra} if extra else base), sum(extra.values()), top
-
-    def improve(cid: int, i: int) -> bool:
-        n = snap.classes[cid].nodes[i]
-        own = costs[(cid, i)]
-        if own == INF or any(k not in best for k in n.children):
-            return False
-        kids = list(dict.fromkeys(n.children))
-        tensors, added, top = union(kids, lambda b: b.tensors)
-        shared = (best[top].shared if top is not None else 0.0) + added
-        bodies, _, _ = union(kids, lambda b: b.bodies)
-        if cid in tensors or cid in bodies:  # the node would use its own class: a cycle
-            return False
-        work = own + sum(bodies.values())
-        if snap.classes[cid].sort is not Sort.TENSOR:
-            entry = _Best(shared + work, {**bodies, cid: own}, tensors, shared)
-        else:
-            entry = _Best(shared + work, {}, {**tensors, cid: work}, shared + work)
-        if cid in best and entry.total >= best[cid].total - 1e-9:
-            return False
-        best[cid], pick[cid] = entry, n
-        return True
-
-    _propagate(snap, improve)
-    return _finish(snap, pick, costs, "dag", start)
+    pick = superior_order(snap, costs, evaluate, finalize)
+    return finish(snap, pick, costs, "tree", start)
 
 
 def ilp(snap: Snapshot, model: CostModel, time_limit: float = 10.0,
@@ -206,22 +113,10 @@ def ilp(snap: Snapshot, model: CostModel, time_limit: float = 10.0,
     for k, (c, _, n) in enumerate(nodes):
         if res.x[k] > 0.5:
             pick[c] = n
-    out = _finish(snap, pick, costs, "ilp", start)
+    out = finish(snap, pick, costs, "ilp", start)
     has_bodies = any(c.sort is Sort.BODY for c in snap.classes.values())
     out.optimal = None if has_bodies else bool(res.status == 0)
     return out
-
-
-def _finish(snap: Snapshot, pick: dict[int, ENode], costs: dict[tuple[int, int], float],
-            name: str, start: float) -> Extraction:
-    missing = [r for r in snap.roots if r not in pick]
-    if missing:
-        raise ExtractionError(f"no finite-cost term for result e-class {missing[0]}")
-    return Extraction(pick, dag_cost(snap, pick, costs), name, time.perf_counter() - start)
-
-
-class ExtractionError(Exception):
-    pass
 
 
 EXTRACTORS: dict[str, Callable[[Snapshot, CostModel], Extraction]] = {

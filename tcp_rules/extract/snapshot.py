@@ -97,34 +97,44 @@ def snapshot(eg: bindings.EGraph, tables: Tables, roots: list[str]) -> Snapshot:
         if len(rest) == len(pending):
             break
         pending = rest
-    classes: dict[int, EClass] = {}
-
-    def eclass(v: Any) -> EClass:
-        i = reader.cid(v)
-        return classes.setdefault(i, EClass(i))
-
+    # Class ids in order of first sight; the classes are made once all nodes are read (this
+    # loop runs once per e-node: 100k times in a large e-graph).
+    ids = reader.ids
+    nodes: dict[int, list[ENode]] = {}
     for row in funcs["Param"].rows:
-        eclass(row.output).nodes.append(ENode(None, (), (), eg.value_to_string(row.inputs[0])))
+        out = ids.setdefault(row.output, len(ids))
+        nodes.setdefault(out, []).append(
+            ENode(None, (), (), eg.value_to_string(row.inputs[0])))
     for name, op in OP_OF_CONSTRUCTOR.items():
+        n_operands = 1 if op.variadic else len(op.operands)
         for row in funcs[name].rows:
             if row.subsumed:
                 continue
-            n_operands = 1 if op.variadic else len(op.operands)
-            operands = row.inputs[:n_operands]
+            inputs = row.inputs
+            operands = inputs[:n_operands]
             if op.variadic:
                 if operands[0] not in lists:
                     continue
                 operands = lists[operands[0]]
-            kids = tuple(eclass(o).id for o in operands)
-            attrs = tuple((spec.name, reader.attr(spec.kind, v))
-                          for spec, v in zip(op.attrs, row.inputs[n_operands:], strict=True))
-            eclass(row.output).nodes.append(ENode(op, kids, attrs))
+            kids = tuple([ids.setdefault(o, len(ids)) for o in operands])
+            attrs = tuple([(spec.name, reader.attr(spec.kind, v))
+                           for spec, v in zip(op.attrs, inputs[n_operands:], strict=True)])
+            out = ids.setdefault(row.output, len(ids))
+            if out in nodes:
+                nodes[out].append(ENode(op, kids, attrs))
+            else:
+                nodes[out] = [ENode(op, kids, attrs)]
+    classes = {i: EClass(i, None, nodes.get(i, [])) for i in range(len(ids))}
     dims = {row.inputs[0]: row.output for row in funcs["dims"].rows}
     dts = {row.inputs[0]: row.output for row in funcs["dt"].rows}
-    for v, i in list(reader.ids.items()):
+    types: dict[tuple[Any, Any], TensorType] = {}  # one object per type: cheap to hash later
+    for v, i in list(ids.items()):
         if v in dims and v in dts:
-            classes[i].type = TensorType(DType.parse(eg.value_to_string(dts[v])),
-                                         tuple(tables.dim_of(x) for x in reader.vec(dims[v])))
+            key = (dts[v], dims[v])
+            if key not in types:
+                types[key] = TensorType(DType.parse(eg.value_to_string(dts[v])),
+                                        tuple(tables.dim_of(x) for x in reader.vec(dims[v])))
+            classes[i].type = types[key]
     tensors = {reader.cid(row.inputs[0]) for row in funcs["tensor"].rows}
     for row in funcs["body"].rows:
         c = classes.get(reader.cid(row.inputs[0]))

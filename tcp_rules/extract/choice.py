@@ -1,0 +1,104 @@
+"""A choice of e-nodes and what it costs: the cost of each e-node alone (:func:`node_costs`) and
+the one definition of a choice's total (:func:`dag_cost`), with which every extractor's result
+is re-costed so that extractors compare on the same scale."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+from tcp_rules.extract.cost import CostModel, kernel_totals
+from tcp_rules.extract.snapshot import ENode, Snapshot
+from tcp_rules.ops import AttrKind, OpDef
+from tcp_rules.sorts import Sort
+from tcp_rules.types import TensorType
+
+INF = math.inf
+
+
+@dataclass
+class Extraction:
+    """A choice of one e-node per needed e-class; ``cost`` counts shared classes once."""
+
+    choice: dict[int, ENode]
+    cost: float
+    extractor: str
+    seconds: float
+    optimal: bool | None = None  # ILP: proved optimal
+
+
+class ExtractionError(Exception):
+    pass
+
+
+def node_costs(snap: Snapshot, model: CostModel) -> dict[tuple[int, int], float]:
+    """The cost of each e-node alone, keyed by (class, index); inf where a type is unknown.
+
+    The model is asked once per distinct signature (op, attributes, parameter name, result
+    type, operand types, sort), the arguments a cost model sees: a saturated e-graph holds
+    tens of thousands of e-nodes with a few hundred signatures. E-nodes with dense data are
+    asked each time (hashing the data would cost more than the model)."""
+    type_ids: dict[TensorType, int] = {}
+    by_object: dict[int, int] = {}  # id(type) -> its number: most classes share type objects
+    tid: dict[int, int] = {}
+    for c in snap.classes.values():
+        if c.type is not None:
+            j = by_object.get(id(c.type))
+            if j is None:
+                j = by_object[id(c.type)] = type_ids.setdefault(c.type, len(type_ids))
+            tid[c.id] = j
+    memo: dict[Hashable, float] = {}
+    memoizable: dict[str | None, bool] = {}
+    out = {}
+    for c in snap.classes.values():
+        head = (tid.get(c.id), c.sort.value)  # an enum's hash is computed in Python: slow
+        for i, n in enumerate(c.nodes):
+            kids = tuple(map(tid.get, n.children))
+            if c.type is None or None in kids:
+                out[(c.id, i)] = INF
+                continue
+            name = None if n.op is None else n.op.name
+            if name not in memoizable:
+                memoizable[name] = _memoizable(n.op)
+            key = (name, n.attrs, n.param, head, kids) if memoizable[name] else None
+            cost = memo.get(key) if key is not None else None
+            if cost is None:
+                args = [snap.classes[k].type for k in n.children]
+                cost = model.node_cost(n, c.type, args, c.sort)  # type: ignore[arg-type]
+                if key is not None:
+                    memo[key] = cost
+            out[(c.id, i)] = cost
+    return out
+
+
+def _memoizable(op: OpDef | None) -> bool:
+    return op is None or all(a.kind is not AttrKind.DATA for a in op.attrs)
+
+
+def dag_cost(snap: Snapshot, choice: dict[int, ENode], costs: dict[tuple[int, int], float]
+             ) -> float:
+    """Total cost of the program the choice spans from the roots (cost.kernel_totals)."""
+    known: dict[int, float] = {}
+
+    def own(c: int) -> float:
+        if c not in known:
+            known[c] = costs[(c, snap.classes[c].nodes.index(choice[c]))]
+        return known[c]
+
+    # C-level callables: a body is visited once per kernel computing it, and kernels inline
+    # long chains of bodies when fusion rules ran
+    bodies = {c.id for c in snap.classes.values() if c.sort is not Sort.TENSOR}
+    kids = {c: n.children for c, n in choice.items()}
+    return sum(kernel_totals(snap.roots, kids.__getitem__, bodies.__contains__, own).values())
+
+
+def finish(snap: Snapshot, pick: dict[int, ENode], costs: dict[tuple[int, int], float],
+           name: str, start: float) -> Extraction:
+    """The extraction of ``pick``, re-costed with :func:`dag_cost`; ExtractionError if a root
+    has no finite-cost term."""
+    missing = [r for r in snap.roots if r not in pick]
+    if missing:
+        raise ExtractionError(f"no finite-cost term for result e-class {missing[0]}")
+    return Extraction(pick, dag_cost(snap, pick, costs), name, time.perf_counter() - start)
