@@ -40,7 +40,6 @@ from tcp_rules.verify.translation import Validation
 
 GRACE = 0.05  # the child is killed at the time limit plus this fraction (+10% in all)
 PROGRESS_EVERY = 0.25  # of the time limit: how often a fallback program is extracted
-PROGRESS_DAG_LIMIT = 4000  # e-nodes up to which the per-iteration fallback uses greedy DAG
 
 
 @dataclass(frozen=True)
@@ -81,6 +80,12 @@ def _extract(sat: Saturation, func: Func, options: OptOptions, name: str) -> tup
     return decode(snap, ex.choice, func), ex.cost, ex.seconds
 
 
+def _quick(options: OptOptions) -> str:
+    """The extractor for fallback programs and rounds: the chosen one, but greedy DAG for ILP
+    (which may take its whole time limit)."""
+    return "dag" if options.extractor == "ilp" else options.extractor
+
+
 def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
                   progress: Callable[[dict[str, Any]], None] | None = None,
                   on_stats: Callable[[dict[str, Any]], None] | None = None,
@@ -118,12 +123,9 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
                 message["program"], message["cost"] = print_func(rounds[-1][1]), rounds[-1][0]
         elif it.phase_end or now - last[0] >= progress_every:
             # the best program so far, should the deadline strike: at the end of each phase
-            # and now and then (extraction costs more than an iteration on large e-graphs;
-            # greedy DAG extraction grows quadratically, so past a few thousand e-nodes the
-            # fallback is extracted as a tree, which is linear)
+            # and now and then (extraction costs more than an iteration on large e-graphs)
             last[0] = now
-            quick = "dag" if it.enodes <= PROGRESS_DAG_LIMIT else "tree"
-            out, cost, _ = _extract(sat, func, options, quick)
+            out, cost, _ = _extract(sat, func, options, _quick(options))
             if cost < report.cost_before:
                 message["program"], message["cost"] = print_func(out), cost
         progress(message)
@@ -131,8 +133,7 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
     rounds: list[tuple[float, Func]] = []  # the best program after each round
 
     def round_cost(sat: Saturation) -> float:
-        out, cost, _ = _extract(sat, func, options, "dag" if options.extractor == "ilp"
-                                else options.extractor)
+        out, cost, _ = _extract(sat, func, options, _quick(options))
         rounds.append((cost, out))
         return cost
 
