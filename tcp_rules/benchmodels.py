@@ -259,11 +259,12 @@ medians of {repeats} runs in which the three programs take turns, on a {cpu} CPU
   kern       kernels (loop nests) the program compiles to
   ms         measured time of one run of the whole program
   opt s      seconds the optimizer took (its time limit is a hard deadline)
-  stop       why saturation stopped: saturated, or the limit it hit (time, node, iteration)
+  stop       why saturation stopped: saturated, fixpoint (rounds of algebra stopped finding
+             cheaper programs), or the limit it hit (time, node, iteration)
   e-nodes    the e-graph's peak size
   speedup    unoptimized ms / optimized ms (above 1: the optimizer made it faster)
-  all rules  the default optimizer; no algebra: layout, broadcast, reductions and pad rules,
-             then fusion, without the algebraic rewrites (what the algebra buys is the gap)
+  all rules  the default optimizer; no algebra: --no-algebra, the simplify, layout and fusion
+             tiers without the algebra tier (what the algebra buys is the gap)
   check      optimized outputs against unoptimized ones, both compiled: ok, or MISMATCH with
              the details below. The tolerance:"""
 

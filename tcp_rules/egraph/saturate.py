@@ -10,7 +10,8 @@ ever: at most one rule's matches). A panic names the rule that ran.
 
 A schedule runs in *phases*, each iterated to saturation or its limits before the next starts;
 the default phases are derived from the rules' tiers (scheduler.default_phases). Earlier phases
-stop at their share of the time and node limits, so that the last one (fusion) always gets room.
+stop at their share of the time (60%) and node (25%) limits, so that the last one (fusion) always
+gets time and room.
 """
 
 from __future__ import annotations
@@ -92,7 +93,10 @@ class Saturation:
 # (scheduler.default_phases).
 Phase = tuple[tuple[str, ...], ...]
 Schedule = tuple[Phase, ...]
-EARLY_PHASES_SHARE = 0.6  # of the time and node limits, for all phases but the last
+EARLY_PHASES_SHARE = 0.6  # of the time limit, for all phases but the last
+# of the node limit, for all phases but the last: fusion wraps every alternative the others
+# found in kernels and roughly triples the e-graph, so it needs most of the room
+EARLY_NODES_SHARE = 0.25
 
 
 def parse_schedule(text: str) -> Schedule:
@@ -332,9 +336,10 @@ def saturate(sat: Saturation, limits: Limits, deadline: float | None = None,
     deadline = deadline if deadline is not None else start + limits.seconds
     last = len(sat.plans) - 1
     for phase in range(len(sat.plans)):
-        share = 1.0 if phase == last else EARLY_PHASES_SHARE * (phase + 1) / last
-        end = min(deadline, start + limits.seconds * share)
-        cap = max(1, int(limits.nodes * share))
+        share = 1.0 if phase == last else (phase + 1) / last
+        end = min(deadline, start + limits.seconds * (share if phase == last
+                                                      else EARLY_PHASES_SHARE * share))
+        cap = max(1, int(limits.nodes * (share if phase == last else EARLY_NODES_SHARE * share)))
         stop = _run_phase(sat, phase, limits, end, cap, on_iteration, round_cost)
         sat.phase_stops.append(stop)
         if stop == "node limit" and not sat.node_cap:

@@ -45,7 +45,7 @@ TIERS = ("simplify", "layout", "algebra", "fusion")
 class Backoff:
     """The back-off scheduler's options: per-rule match budget and ban length (iterations)."""
 
-    match_limit: int = 1000
+    match_limit: int = 250
     ban_length: int = 4
     round_iterations: int = 2  # iterations of the explore phase between two extractions
     patience: int = 2  # rounds without a cheaper program before the explore phase stops
