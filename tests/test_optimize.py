@@ -153,6 +153,7 @@ def test_time_limit_is_a_hard_deadline(tmp_path: Path) -> None:
     elapsed = time.perf_counter() - start
     assert result.report.stop_reason == "time limit"
     assert elapsed <= limit * 1.1 + 0.3  # +10%, and the cost of starting the child process
+    assert result.report.rules_loaded == 3  # the killed child had reported them
     ins = random_inputs(result.original, seed=1)
     assert compare(result.original, result.func, ins, "approx") is None
 
