@@ -220,7 +220,8 @@ def optimize(func: Func, rules: Sequence[Rule], options: OptOptions = OptOptions
             if on_iteration is not None:
                 on_iteration(payload["iteration"])
             report.matches = payload["matches"]
-            if payload["program"] is not None:
+            # the cheapest fallback so far (greedy extraction need not improve every round)
+            if payload["program"] is not None and payload["cost"] < report.cost_after:
                 last_program, report.cost_after = payload["program"], payload["cost"]
         elif kind == "done":
             final = payload
