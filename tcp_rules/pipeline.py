@@ -120,7 +120,7 @@ def optimize_func(func: Func, rules: Sequence[Rule], options: OptOptions,
     """
     emit = emit or Emitter()
     emit("egglog", lambda: build_text(func, select_rules(rules, options.allow), Tables(),
-                                      options.schedule)[0])
+                                      options.schedule, options.algebra)[0])
     result = optimize(func, rules, options, on_iteration)  # on_iteration: progress
     if validate:
         result.validation = check_translation(result, rules, options, inputs)

@@ -306,3 +306,20 @@ def test_unknown_schedule_ruleset_is_a_cli_error(tmp_path: Path) -> None:
     prog.write_text("func f(x: f32[N]) -> f32[N] { return neg(x) }\n")
     out = run_cli("opt", str(prog), "--schedule", "algebra;nope")
     assert out.returncode == 1 and "no ruleset 'nope'" in out.stderr
+
+
+def test_cli_scheduler_options(tmp_path: Path) -> None:
+    prog = tmp_path / "p.tcp"
+    prog.write_text("func f(x: f32[N, 3]) -> f32[N, 3] { return exp(mul(add(x, 0), x)) }\n")
+    out = run_cli("opt", str(prog), "--match-limit", "7", "--ban-length", "3", "--json")
+    report = json.loads(out.stdout)["funcs"][0]["report"]
+    assert report["backoff"]["match_limit"] == 7 and report["backoff"]["ban_length"] == 3
+    assert [p["name"] for p in report["phases"]] == ["simplify", "explore", "fusion"]
+    assert report["matches"]["mul-comm"] > 0 and report["matches"]["add-zero"] > 0
+    out = run_cli("opt", str(prog), "--no-algebra", "--json")
+    report = json.loads(out.stdout)["funcs"][0]["report"]
+    assert [p["name"] for p in report["phases"]] == ["simplify", "fusion"]
+    # commutativity is algebra; x + 0 => x shrinks the program (the simplify tier)
+    assert "mul-comm" not in report["matches"] and report["matches"]["add-zero"] > 0
+    bad = run_cli("opt", str(prog), "--match-limit", "0")
+    assert bad.returncode == 1 and "--match-limit must be positive" in bad.stderr

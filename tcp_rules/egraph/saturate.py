@@ -111,8 +111,9 @@ def max_rank(func: Func) -> int:
     return max((v.type.rank for v in func.values()), default=0)
 
 
-def build_text(func: Func, rules: Sequence[Rule], tables_: Tables,
-               schedule: Schedule = ()) -> tuple[str, list[str], list[str], list[tuple[str, str]]]:
+def build_text(func: Func, rules: Sequence[Rule], tables_: Tables, schedule: Schedule = (),
+               algebra: bool = True
+               ) -> tuple[str, list[str], list[str], list[tuple[str, str]]]:
     """The whole egglog program for ``func`` and ``rules`` (what ``--emit egglog`` prints).
 
     Returns (text, root names, rules loaded, rules skipped with the reason).
@@ -139,7 +140,7 @@ def build_text(func: Func, rules: Sequence[Rule], tables_: Tables,
                   for i, phase in enumerate(schedule) for j, stage in enumerate(phase)]
     else:  # the default phases as combined rulesets, for running the text in egglog by hand
         stages = [_stage(f"phase-{plan.name}", [r.ruleset for r in plan.rules])
-                  for plan in default_phases(loaded)]
+                  for plan in default_phases(loaded, algebra)]
     parts = [
         "; tcp-rules: generated egglog program", declarations(),
         f"; helper tables up to rank {max(max_rank(func), 1)}", tables(needed(func, loaded)),
@@ -174,7 +175,7 @@ def load(func: Func, rules: Sequence[Rule], schedule: Schedule = (),
     """Create the e-graph holding ``func`` with ``rules`` ready to run ``schedule`` (without
     ``algebra``, the default schedule leaves the algebra tier out)."""
     tables_ = Tables()
-    text, roots, loaded, skipped = build_text(func, rules, tables_, schedule)
+    text, roots, loaded, skipped = build_text(func, rules, tables_, schedule, algebra)
     eg = bindings.EGraph()
     try:
         run_text(eg, text, "program.egg")
