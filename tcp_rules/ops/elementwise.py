@@ -85,13 +85,14 @@ def _unary(name: str, fn: Callable[[np.ndarray], np.ndarray], doc: str, flops: f
 
 def _binary(name: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], doc: str,
             flops: float, allowed: DTypeSet = NUMERIC, traits: Traits = EW,
-            result: DType | None = None, category: str = "binary") -> OpDef:
+            result: DType | None = None, category: str = "binary",
+            scalar_call: bool = False) -> OpDef:
     return OpDef(
         name=name, doc=doc, operands=("x", "y"), attrs=(),
         infer=partial(_infer_elementwise, allowed, result),
         reference=in_f32(
             lambda a, attrs, out: np.asarray(fn(a[0], a[1]), dtype=out.dtype.np_dtype)),
-        cost=CostFormula(flops), traits=traits, category=category)
+        cost=CostFormula(flops, scalar_call=scalar_call), traits=traits, category=category)
 
 
 def round_half_away(x: np.ndarray) -> np.ndarray:
@@ -244,9 +245,14 @@ ELEMENTWISE_OPS: tuple[OpDef, ...] = (
     _binary("min", np.minimum, "smaller operand, NaN if either is NaN", 1,
             traits=Traits(elementwise=True, associative=True, identity=float("inf"),
                           idempotent=True)),
+    # pow and atan2 are C library calls per element (codegen/llvm_ops.py): measured on f32 at
+    # ~9.5 and ~27 ns an element in kernels of their own, i.e. ~300 and ~900 of the vector
+    # flops the other ops count (docs/optimizer.md, "Never slower")
     _binary("pow", power, "x to the power y; integers wrap, and y < 0 gives 0 except for x = 1 "
-            "(1) and x = -1 (1 or -1); not on unsigned integers", 25, FLOATS | SIGNED),
-    _binary("atan2", np.arctan2, "arc tangent of x / y using both signs", 20, FLOATS),
+            "(1) and x = -1 (1 or -1); not on unsigned integers", 300, FLOATS | SIGNED,
+            scalar_call=True),
+    _binary("atan2", np.arctan2, "arc tangent of x / y using both signs", 900, FLOATS,
+            scalar_call=True),
     *(_binary(name, fn, doc, 1, ALL_DTYPES, result=DType.I1, category="compare",
               traits=Traits(elementwise=True, commutative=name in ("eq", "ne")))
       for name, fn, doc in (
