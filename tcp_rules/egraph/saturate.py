@@ -288,7 +288,8 @@ def step(sat: Saturation, phase: int = 0, node_cap: int | None = None,
     plan, state = sat.plans[phase], sat.backoff
     it = len(sat.iterations)
     res = StepResult()
-    (out,) = run_text(sat.egraph, "(print-size)", "size.egg")
+    # types first: the program's e-nodes are untyped until the analysis has run once
+    _, out = run_text(sat.egraph, f"{TYPES}\n(print-size)", "step.egg")
     counts = _counts(out)
     for rule in plan.rules:
         if deadline is not None and time.perf_counter() >= deadline:
@@ -302,15 +303,17 @@ def step(sat: Saturation, phase: int = 0, node_cap: int | None = None,
         budget = state.threshold(rule.name) if plan.budgeted else UNBUDGETED
         limit = budget if room is None else max(0, min(budget, room))
         text = (f"(run-schedule (let-scheduler s (back-off :match-limit {limit})) "
-                f"(run-with s {rule.ruleset}))\n{TYPES}\n(print-size)")
+                f"(run-with s {rule.ruleset}))")
         try:
-            run_out, _, size_out = run_text(sat.egraph, text, "step.egg")
+            (run_out,) = run_text(sat.egraph, text, "step.egg")
+            report = run_out.report  # type: ignore[attr-defined]
+            if report.updated:  # type the new e-nodes, and count them (else nothing to do)
+                _, size_out = run_text(sat.egraph, f"{TYPES}\n(print-size)", "step.egg")
+                counts = _counts(size_out)
+                sat.peak_enodes = max(sat.peak_enodes, _enodes(counts))
+                res.changed = True
         except EgglogPanic as e:
             raise RulePanic(rule.name, str(e)) from None
-        report = run_out.report  # type: ignore[attr-defined]
-        counts = _counts(size_out)
-        sat.peak_enodes = max(sat.peak_enodes, _enodes(counts))
-        res.changed = res.changed or bool(report.updated)
         found = _found(report)
         for k, v in report.num_matches_per_rule.items():
             k = k.removesuffix(INT_ZERO_SUFFIX)  # a variant of the same direction
