@@ -146,7 +146,7 @@ def optimizer_stats(result: OptResult) -> dict[str, Any]:
     r = result.report
     return {"seconds": round(r.seconds, 3), "stop_reason": r.stop_reason,
             "phase_stops": list(r.phase_stops),
-            "peak_enodes": max((it["enodes"] for it in r.iterations), default=None),
+            "peak_enodes": r.peak_enodes or None,  # None: saturation never started
             "cost_before": r.cost_before, "cost_after": r.cost_after, "error": r.error}
 
 

@@ -234,8 +234,10 @@ def optimize(func: Func, rules: Sequence[Rule], options: OptOptions = OptOptions
     if final is not None:
         report = final["report"]
         last_program = final["program"]
-    elif report.error is None:
-        report.stop_reason = "time limit"
+    else:  # the child was killed or died: what its iterations reported
+        report.peak_enodes = max((it["enodes"] for it in report.iterations), default=0)
+        if report.error is None:
+            report.stop_reason = "time limit"
     report.seconds = time.perf_counter() - start
     best = func
     if last_program is not None and not (final is None and report.kept_original):

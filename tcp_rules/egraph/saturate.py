@@ -263,6 +263,8 @@ class StepResult:
     matches: dict[str, int] = field(default_factory=dict)
     banned: list[str] = field(default_factory=list)
     stop: str | None = None
+    enodes: int = 0  # the e-graph's size after it
+    eclasses: int = 0
 
 
 TYPES = "(run-schedule (saturate (run types)))"
@@ -326,6 +328,7 @@ def step(sat: Saturation, phase: int = 0, node_cap: int | None = None,
         elif most > limit:  # within its budget, but its matches would pass the node limit
             res.stop = "node limit"
             break
+    res.enodes, res.eclasses = _enodes(counts), counts.get("dims", 0)
     return res
 
 
@@ -374,7 +377,6 @@ def _run_phase(sat: Saturation, phase: int, limits: Limits, deadline: float, nod
                 state.lift(names)
             else:
                 stop = "saturated"
-        enodes, eclasses = sizes(sat.egraph)
         cost = None
         if stop is None and rounds and (i + 1) % state.options.round_iterations == 0:
             assert round_cost is not None
@@ -385,7 +387,8 @@ def _run_phase(sat: Saturation, phase: int, limits: Limits, deadline: float, nod
                 stop = "fixpoint"
         if stop is None and i == limits.iterations - 1:
             stop = "iteration limit"
-        sat.iterations.append(IterationStats(it + 1, enodes, eclasses, time.perf_counter() - t0,
+        sat.iterations.append(IterationStats(it + 1, res.enodes, res.eclasses,
+                                             time.perf_counter() - t0,
                                              res.matches, phase, stop is not None, res.banned,
                                              cost))
         if on_iteration is not None:

@@ -23,7 +23,6 @@ from tcp_rules.extract.choice import (
     INF,
     Extraction,
     ExtractionError,
-    dag_cost,
     finish,
     node_costs,
 )
@@ -33,8 +32,7 @@ from tcp_rules.extract.order import superior_order
 from tcp_rules.extract.snapshot import ENode, Snapshot
 from tcp_rules.sorts import Sort
 
-__all__ = ["EXTRACTORS", "Extraction", "ExtractionError", "dag_cost", "greedy_dag", "ilp",
-           "node_costs", "tree"]
+__all__ = ["EXTRACTORS", "Extraction", "ExtractionError", "greedy_dag", "ilp", "tree"]
 
 
 def tree(snap: Snapshot, model: CostModel) -> Extraction:
