@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +15,7 @@ from tcp_rules import build as tb
 from tcp_rules.codegen import compile_func, emit_llvm, jit, run_compiled
 from tcp_rules.codegen.kernel import kernel_text
 from tcp_rules.codegen.lower import lower_func
-from tcp_rules.codegen.runtime import CHUNKS_PER_THREAD, SPLIT_WORK, kernel_symbols
+from tcp_rules.codegen.runtime import kernel_symbols
 from tcp_rules.diagnostics import TcpError
 from tcp_rules.interpret import evaluate
 from tcp_rules.ir import Func
@@ -112,27 +110,6 @@ def test_threads_give_identical_results(threads: int) -> None:
     f.ret(tb.matmul(a, b))
     xa, xb = rng.integers(-9, 9, (150, 100)), rng.integers(-9, 9, (100, 70))
     assert_same(compile_func(f.finish(), threads=threads)(xa, xb)[0], xa @ xb)
-
-
-@pytest.mark.parametrize(("threads", "extent", "align"), [(2, 1 << 20, 1), (3, 1001, 8),
-                                                          (8, 37, 4), (4, 5, 1)])
-def test_split_covers_the_range_once_in_aligned_chunks(threads: int, extent: int,
-                                                       align: int) -> None:
-    cf = compile_func(ADD, threads=threads)
-    calls: list[tuple[int, int]] = []
-    lock = threading.Lock()
-
-    def call(lo: int, hi: int) -> None:
-        with lock:
-            calls.append((lo, hi))
-
-    cf._split(call, extent, SPLIT_WORK, align)
-    calls.sort()
-    assert calls[0][0] == 0 and calls[-1][1] == extent
-    assert all(a[1] == b[0] for a, b in itertools.pairwise(calls))
-    assert all(lo < hi and lo % align == 0 for lo, hi in calls)
-    n = min(threads, extent // align)
-    assert len(calls) == (min(n * CHUNKS_PER_THREAD, extent // align) if n > 1 else 1)
 
 
 def test_kernels_are_cached_on_disk_and_in_memory(tmp_path: Path,

@@ -29,14 +29,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import llvmlite.ir as ir
-import numpy as np
 
 from tcp_rules.codegen import jit
 from tcp_rules.codegen.emit import KernelError
 from tcp_rules.codegen.epilogue import Epilogue, f_min
 from tcp_rules.codegen.irbase import I32, I64, IR, PTR, VOID, mem_type
 from tcp_rules.codegen.kernel import MATMUL_DTYPES, MatmulKernel, Size
-from tcp_rules.codegen.plan import StepInstance
 from tcp_rules.codegen.storage import store_value
 from tcp_rules.types import DType
 
@@ -349,29 +347,3 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
         f.loop(lo, hi, MC, per_block, "ic")
     f.loop(f.c64(0), batch, 1, per_batch, "bi")
     b.ret_void()
-
-
-def run_matmul(k: MatmulKernel, fn: Callable[..., None], pack: Callable[..., None] | None,
-               ptrs: list[int], sizes: int, si: StepInstance,
-               split: Callable[[Callable[[int, int], None], int, int, int], None],
-               target: jit.Target) -> None:
-    """Pack B, then compute the rows, each split across threads when large; ``target`` is the
-    one the kernel was compiled for (it decides the tile shape)."""
-    assert si.matmul is not None
-    batch, m, kk, n = si.matmul
-    mr, nr, _ = tile_shape(k.buffers[0].dtype, target)
-    npan = -(-n // nr)
-    dt = k.buffers[0].dtype.np_dtype
-    count = batch * npan * kk * nr + batch * npan  # the panels, then each panel's max |b|
-    raw = np.empty(count + 64 // dt.itemsize, dtype=dt)
-    shift = (-raw.ctypes.data % 64) // dt.itemsize  # 64-byte aligned panels
-    packed = raw[shift:shift + count]
-    pp = packed.ctypes.data
-    assert pack is not None
-    split(lambda lo, hi: pack(ptrs[1], pp, sizes, lo, hi), npan, batch * kk * n, 1)
-
-    def rows(lo: int, hi: int) -> None:
-        scratch = np.empty(max(1, MC * kk), dtype=dt)  # this chunk's packed block of A
-        fn(*ptrs, pp, scratch.ctypes.data, sizes, lo, hi)
-    split(rows, m, batch * m * kk * n, mr)
-    del raw

@@ -5,8 +5,9 @@ returns a :class:`CompiledFunc`, callable on NumPy arrays like ``interpret.evalu
 checked before any native code runs: count, dtype, rank, shape and symbol consistency by the
 reference interpreter's ``bind_symbols``, then C-contiguity and alignment here; shapes that only
 the run-time sizes decide are re-checked by every op's shape rule and by interval bounds checks
-of every kernel access (plan.instantiate). Large kernels are split across threads: ctypes
-releases the GIL during the call.
+of every kernel access (plan.instantiate). Then one native call runs every kernel in order
+(program.py), large kernels split across the native thread pool (pool.py); ctypes releases the
+GIL during the call.
 """
 
 from __future__ import annotations
@@ -15,47 +16,35 @@ import ctypes
 import os
 import statistics
 import threading
-import time
 import weakref
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import llvmlite.ir as ir
 import numpy as np
 
-from tcp_rules.codegen import jit
+from tcp_rules.codegen import jit, native
 from tcp_rules.codegen.emit import emit_kernel
 from tcp_rules.codegen.kernel import AnyKernel, Kernel, MatmulKernel, kernel_text
 from tcp_rules.codegen.lower import lower_func
-from tcp_rules.codegen.matmul import emit_matmul, run_matmul
-from tcp_rules.codegen.plan import Instance, Plan, PlanBuffer, Step, StepInstance, instantiate
+from tcp_rules.codegen.matmul import emit_matmul
+from tcp_rules.codegen.plan import Instance, Plan, PlanBuffer, Step, instantiate
+from tcp_rules.codegen.program import Layout, layout
 from tcp_rules.diagnostics import TcpError
 from tcp_rules.interpret import bind_symbols, concretize
 from tcp_rules.ir import Apply, Func
 from tcp_rules.ops import ShapeError
 from tcp_rules.types import TensorType
 
-SPLIT_WORK = 1 << 19  # below this many element-steps a kernel runs on the calling thread
-CHUNKS_PER_THREAD = 8
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
 
 def default_threads() -> int:
-    """Threads for large kernels: $TCPR_THREADS, else the CPUs this process may use (max 8)."""
+    """Threads for large kernels: $TCPR_THREADS, else the CPUs this process may use."""
     env = os.environ.get("TCPR_THREADS")
     if env and env.isdigit() and int(env) > 0:
         return int(env)
-    return max(1, min(8, len(os.sched_getaffinity(0))))
-
-
-def _executor(n: int) -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None or _pool._max_workers < n:
-            _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="tcpr")
-        return _pool
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS has no affinity masks
+        return max(1, os.cpu_count() or 1)
 
 
 def module_ir(k: AnyKernel, symbol: str) -> str:
@@ -83,41 +72,33 @@ def load_kernel(k: AnyKernel, use_disk: bool = True) -> dict[str, int]:
                     vectorize=not isinstance(k, MatmulKernel))
 
 
-KernelFn = Callable[..., None]
-
-
-def _cfunc(addr: int, nargs: int) -> KernelFn:
-    proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * nargs), ctypes.c_int64, ctypes.c_int64)
-    fn: KernelFn = proto(addr)
-    return fn
-
-
-@dataclass
-class _Compiled:
-    step: Step
-    fn: KernelFn
-    pack: KernelFn | None
-
-
 class CompiledFunc:
-    """A func compiled to native kernels; call it with one NumPy array per parameter."""
+    """A func compiled to native kernels; call it with one NumPy array per parameter.
+
+    A call checks the inputs, allocates the results (or takes ``out``) and makes one native
+    call, which runs every kernel in order on the thread pool (program.py, pool.py).
+    """
 
     def __init__(self, func: Func, plan: Plan, threads: int | None = None,
                  use_disk_cache: bool = True):
         self.func, self.plan = func, plan
         self.threads = default_threads() if threads is None else max(1, threads)
         self.target = jit.target()  # the kernels' (their matmul tiles' shapes depend on it)
-        self.steps: list[_Compiled] = []
+        self.steps = plan.steps
+        self.addrs: list[tuple[int, int]] = []
         for st in plan.steps:
             addrs = load_kernel(st.kernel, use_disk_cache)
             _, syms = kernel_symbols(st.kernel)
             st.symbol = syms[0]
-            nbuf = len(st.kernel.buffers) + (2 if isinstance(st.kernel, MatmulKernel) else 0)
-            fn = _cfunc(addrs[syms[0]], nbuf + 1)
-            pack = _cfunc(addrs[syms[1]], 3) if len(syms) > 1 else None
-            self.steps.append(_Compiled(st, fn, pack))
+            self.addrs.append((addrs[syms[0]], addrs[syms[1]] if len(syms) > 1 else 0))
+        self.results = list(dict.fromkeys(plan.results))  # each result buffer once
+        most = max((len(st.buffers) + 2 * isinstance(st.kernel, MatmulKernel)
+                    for st in plan.steps), default=1)
+        self._entry = native.runner(most)
+        self._pool = native.state()
         self._instances: dict[tuple[tuple[str, int], ...], Instance] = {}
         self._seen: dict[tuple[tuple[np.dtype, tuple[int, ...]], ...], Instance] = {}
+        self._layouts: dict[int, tuple[Instance, Layout]] = {}
         self._lock = threading.Lock()
 
     def __call__(self, *arrays: np.ndarray, out: Sequence[np.ndarray] | None = None
@@ -128,23 +109,36 @@ class CompiledFunc:
             if not (a.flags.c_contiguous and a.flags.aligned):
                 raise TcpError.at(f"input '{p.param}' is not a C-contiguous aligned array "
                                   f"(pass np.ascontiguousarray(x))", p.span, stage="run")
-        bufs = self._buffers(arrays, inst, out)
-        for c, si in zip(self.steps, inst.steps, strict=True):
-            self._run(c, si, [bufs[i] for i in c.step.buffers])
-        return tuple(bufs[i] for i in self.plan.results)
+        res = self._results(arrays, inst, out)
+        self._launch(self._layout(inst), arrays, res, 0)
+        return tuple(res[i] for i in self.plan.results)
 
     def profile(self, *arrays: np.ndarray, repeats: int = 5) -> list[float]:
-        """Median seconds of each kernel step over ``repeats`` runs (after one warm-up run)."""
+        """Median seconds of each kernel step over ``repeats`` runs (after one warm-up run),
+        timed inside the native entry."""
         inst = self._validated(arrays)
-        bufs = self._buffers(arrays, inst, None)
+        lay = self._layout(inst)
+        res = self._results(arrays, inst, None)
+        ticks = np.zeros(max(1, lay.nsteps), dtype=np.int64)
         times: list[list[float]] = [[] for _ in self.steps]
         for r in range(repeats + 1):
-            for k, (c, si) in enumerate(zip(self.steps, inst.steps, strict=True)):
-                t0 = time.perf_counter()
-                self._run(c, si, [bufs[i] for i in c.step.buffers])
-                if r:
-                    times[k].append(time.perf_counter() - t0)
+            self._launch(lay, arrays, res, ticks.ctypes.data)
+            if r:
+                for k, t in enumerate(ticks[:lay.nsteps]):
+                    times[k].append(1e-9 * int(t))
         return [statistics.median(ts) for ts in times]
+
+    def _launch(self, lay: Layout, arrays: Sequence[np.ndarray], res: dict[int, np.ndarray],
+                times: int) -> None:
+        raw, arena = lay.take_arena()
+        try:
+            slots = (ctypes.c_int64 * lay.nslots)(*[a.ctypes.data for a in arrays],
+                                                   *[res[i].ctypes.data for i in self.results],
+                                                   arena)
+            self._entry(self._pool, lay.address, slots, self.threads, 0, lay.nsteps, times,
+                        native.CLOCK)
+        finally:
+            lay.give_arena(raw)
 
     def _validated(self, arrays: Sequence[np.ndarray]) -> Instance:
         """bind_symbols' verdict depends only on the inputs' types, dtypes and shapes: inputs
@@ -179,71 +173,22 @@ class CompiledFunc:
                 self._instances[key] = got
         return got
 
-    def _buffers(self, arrays: Sequence[np.ndarray], inst: Instance,
-                 out: Sequence[np.ndarray] | None) -> list[np.ndarray]:
-        plan = self.plan
-        given = _check_out(self.func, plan, inst, arrays, out) if out is not None else {}
-        bufs: list[np.ndarray] = []
-        for i, (b, shape) in enumerate(zip(plan.buffers, inst.shapes, strict=True)):
-            bufs.append(self._buffer(i, b, shape, arrays, bufs, given))
-        return bufs
+    def _layout(self, inst: Instance) -> Layout:
+        got = self._layouts.get(id(inst))
+        if got is None or got[0] is not inst:
+            lay = layout(self.plan, inst, self.addrs, self.threads, self.target)
+            with self._lock:
+                if len(self._layouts) > 64:
+                    self._layouts.clear()
+                self._layouts[id(inst)] = got = (inst, lay)
+        return got[1]
 
-    @staticmethod
-    def _buffer(i: int, b: PlanBuffer, shape: tuple[int, ...], arrays: Sequence[np.ndarray],
-                bufs: list[np.ndarray], given: dict[int, np.ndarray]) -> np.ndarray:
-        if b.kind == "param":
-            assert b.param is not None
-            return arrays[b.param]
-        if b.kind == "const":
-            assert b.data is not None
-            return b.data
-        if b.kind == "view":
-            assert b.base is not None
-            return bufs[b.base].reshape(shape)
-        if i in given:
-            return given[i]
-        return np.empty(shape, dtype=b.dtype.np_dtype)
-
-    def _run(self, c: _Compiled, si: StepInstance, arrs: list[np.ndarray]) -> None:
-        ptrs = [a.ctypes.data for a in arrs]
-        sizes = si.sizes.ctypes.data
-        if si.matmul is not None:
-            assert isinstance(c.step.kernel, MatmulKernel)
-            run_matmul(c.step.kernel, c.fn, c.pack, ptrs, sizes, si, self._split,
-                       self.target)
-            return
-        self._split(lambda lo, hi: c.fn(*ptrs, sizes, lo, hi), si.extent, si.work, 1)
-
-    def _split(self, call: Callable[[int, int], None], extent: int, work: int,
-               align: int) -> None:
-        """Run ``call(lo, hi)`` over [0, extent), on several threads if large.
-
-        The range is cut into CHUNKS_PER_THREAD chunks per thread, which the threads take in
-        turn: on a shared machine one core may be slowed by other processes, and equal halves
-        would wait for it.
-        """
-        n = min(self.threads, extent // max(align, 1))
-        if n <= 1 or work < SPLIT_WORK:
-            call(0, extent)
-            return
-        k = min(n * CHUNKS_PER_THREAD, extent // align)
-        bounds = [min(extent, -(-extent * t // k // align) * align) for t in range(k + 1)]
-        bounds[-1] = extent
-        chunks = iter(range(k))
-        lock = threading.Lock()
-
-        def worker() -> None:
-            while True:
-                with lock:
-                    i = next(chunks, None)
-                if i is None:
-                    return
-                call(bounds[i], bounds[i + 1])
-
-        futs = [_executor(n).submit(worker) for _ in range(1, n)]
-        worker()
-        for f in futs:
-            f.result()
+    def _results(self, arrays: Sequence[np.ndarray], inst: Instance,
+                 out: Sequence[np.ndarray] | None) -> dict[int, np.ndarray]:
+        given = _check_out(self.func, self.plan, inst, arrays, out) if out is not None else {}
+        return {i: given[i] if i in given else
+                np.empty(inst.shapes[i], dtype=self.plan.buffers[i].dtype.np_dtype)
+                for i in self.results}
 
 
 def _check_shapes(func: Func, env: dict[str, int]) -> None:

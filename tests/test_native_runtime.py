@@ -1,0 +1,190 @@
+"""The native runner and thread pool: chunks cover each row once, at every thread count; the
+whole-program entry runs many kernels in order, through the arena, as the reference does;
+concurrent callers and forked children get correct results."""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import threading
+
+import numpy as np
+import pytest
+from codegen.support import tcpr_cache  # noqa: F401
+
+from tcp_rules import build as tb
+from tcp_rules.codegen import jit, native, program
+from tcp_rules.codegen.program import (
+    ALIGN_ROWS,
+    ARGS,
+    EXTENT,
+    FN,
+    HEADER,
+    KERNEL,
+    KIND,
+    NARGS,
+    NCHUNKS,
+    SIZES,
+    STEP_WORDS,
+    _Arena,
+    split,
+)
+from tcp_rules.codegen.runtime import compile_func
+from tcp_rules.interpret import evaluate
+from tcp_rules.ir import Func
+
+# A kernel that counts, for every row of [lo, hi), how often it was visited, and records each
+# chunk's first row: the runner's chunking made visible.
+_MARK = """
+define void @tcpr_test_mark(ptr %cover, ptr %starts, ptr %sizes, i64 %lo, i64 %hi) {
+entry:
+  %empty = icmp sge i64 %lo, %hi
+  br i1 %empty, label %out, label %mark
+mark:
+  %sp = getelementptr i64, ptr %starts, i64 %lo
+  atomicrmw add ptr %sp, i64 1 seq_cst
+  br label %loop
+loop:
+  %i = phi i64 [%lo, %mark], [%i1, %loop]
+  %p = getelementptr i64, ptr %cover, i64 %i
+  atomicrmw add ptr %p, i64 1 seq_cst
+  %i1 = add i64 %i, 1
+  %more = icmp slt i64 %i1, %hi
+  br i1 %more, label %loop, label %out
+out:
+  ret void
+}
+"""
+
+
+def _mark_fn() -> int:
+    key = jit.cache_key(_MARK)
+    return jit.load(key, ["tcpr_test_mark"], lambda: _MARK, use_disk=False,
+                    vectorize=False)["tcpr_test_mark"]
+
+
+def _run_mark(extent: int, chunks: int, align: int, threads: int) -> tuple[np.ndarray, ...]:
+    cover = np.zeros(max(extent, 1), dtype=np.int64)
+    starts = np.zeros(max(extent, 1), dtype=np.int64)
+    sizes = np.zeros(1, dtype=np.int64)
+    rec = [0] * STEP_WORDS
+    rec[KIND], rec[FN], rec[NARGS], rec[SIZES] = KERNEL, _mark_fn(), 2, sizes.ctypes.data
+    rec[EXTENT], rec[NCHUNKS], rec[ALIGN_ROWS] = extent, chunks, align
+    rec[ARGS] = HEADER + 4 + STEP_WORDS  # after the header, 2 buffers and the record
+    prog = np.array([2, 1, HEADER, HEADER + 4, 0, 0, 1, 0, *rec, 0, 1], dtype=np.int64)
+    slots = np.array([cover.ctypes.data, starts.ctypes.data], dtype=np.int64)
+    native.runner(2)(native.state(), prog.ctypes.data, slots.ctypes.data, threads, 0, 1, 0,
+                     native.CLOCK)
+    return cover[:extent], np.flatnonzero(starts), starts
+
+
+@pytest.mark.parametrize(("threads", "extent", "align"), [(2, 1 << 20, 1), (3, 1001, 8),
+                                                          (8, 37, 4), (4, 5, 1), (16, 64, 1)])
+def test_chunks_cover_the_range_once_in_aligned_chunks(threads: int, extent: int,
+                                                       align: int) -> None:
+    chunks = split(extent, program.SPLIT_WORK, align, threads)
+    n = min(threads, extent // align)
+    assert chunks == (min(n * program.CHUNKS_PER_THREAD, extent // align) if n > 1 else 1)
+    for _ in range(3):  # the pool is reused from one call to the next
+        cover, firsts, starts = _run_mark(extent, chunks, align, threads)
+        assert (cover == 1).all()
+        assert len(firsts) == chunks and (starts[firsts] == 1).all()
+        assert all(lo % align == 0 for lo in firsts)
+        assert all(b > a for a, b in itertools.pairwise(firsts))
+
+
+def test_an_empty_range_calls_once_and_marks_nothing() -> None:
+    cover, firsts, _ = _run_mark(0, 1, 1, 4)
+    assert len(cover) == 0 and len(firsts) == 0
+
+
+def test_arena_never_overlaps_buffers_that_are_live_together() -> None:
+    rng = np.random.default_rng(1)
+    arena = _Arena()
+    placed = []
+    for _ in range(200):
+        first = int(rng.integers(0, 50))
+        last = first + int(rng.integers(0, 6))
+        size = int(rng.integers(1, 5000))
+        placed.append((arena.place(size, first, last), size, first, last))
+    for (o1, s1, f1, l1), (o2, s2, f2, l2) in itertools.combinations(placed, 2):
+        if not (l1 < f2 or l2 < f1):  # live at one step together
+            assert o1 + s1 <= o2 or o2 + s2 <= o1
+    assert all(o % program.ALIGN == 0 for o, *_ in placed)
+    assert arena.size < sum(s for _, s, *_ in placed)  # and memory is reused
+
+
+def _chain() -> Func:
+    """Many small kernels in a row, temporaries reused through the arena, and a matmul."""
+    f = tb.FuncBuilder("chain")
+    x, w = f.param("x", "f32[N, 64]"), f.param("w", "f32[64, 64]")
+    h = x
+    for i in range(12):
+        h = tb.tanh(tb.add(tb.matmul(h, w) if i % 4 == 0 else h, float(i)))
+        if i == 7:
+            h = tb.broadcast(tb.reduce_sum(h, axes=[1]), shape=["N", 64], dims=[0])
+    f.ret(h, tb.exp(x))
+    return f.finish()
+
+
+@pytest.mark.parametrize("threads", [1, 2, 5])
+def test_whole_program_entry_matches_the_reference(threads: int) -> None:
+    func = _chain()
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((3000, 64)).astype(np.float32)
+    w = (rng.standard_normal((64, 64)) / 8).astype(np.float32)
+    cf = compile_func(func, threads=threads)
+    assert len(cf.steps) > 10
+    want = evaluate(func, [x, w])
+    for _ in range(2):  # the second call reuses the arena
+        got = cf(x, w)
+        for g, r in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, r, rtol=2e-5, atol=2e-5)
+    outs = [np.empty_like(r) for r in want]
+    got = cf(x, w, out=outs)
+    assert all(g is o for g, o in zip(got, outs, strict=True))
+    times = cf.profile(x, w, repeats=1)
+    assert len(times) == len(cf.steps) and all(t > 0 for t in times)
+
+
+def test_concurrent_callers_get_their_own_results() -> None:
+    func = _chain()
+    cf = compile_func(func, threads=2)
+    rng = np.random.default_rng(3)
+    w = (rng.standard_normal((64, 64)) / 8).astype(np.float32)
+    xs = [rng.standard_normal((2000, 64)).astype(np.float32) for _ in range(4)]
+    want = [cf(x, w)[0] for x in xs]
+    got: dict[int, np.ndarray] = {}
+
+    def call(i: int) -> None:
+        for _ in range(5):
+            got[i] = cf(xs[i], w)[0]
+
+    ts = [threading.Thread(target=call, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for i in range(4):
+        np.testing.assert_array_equal(got[i], want[i])
+
+
+def _in_child(q: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    f = tb.FuncBuilder("twice")
+    x = f.param("x", "f32[N]")
+    f.ret(tb.mul(x, 2.0))
+    x0 = np.arange(1 << 20, dtype=np.float32)
+    q.put(bool((compile_func(f.finish(), threads=2)(x0)[0] == 2 * x0).all()))
+
+
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded")
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork")
+def test_a_forked_child_gets_a_fresh_pool() -> None:
+    _run_mark(1 << 20, 16, 1, 2)  # the parent's pool has threads
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_in_child, args=(q,))
+    p.start()
+    ok = q.get(timeout=60)
+    p.join(timeout=60)
+    assert ok and p.exitcode == 0
