@@ -192,7 +192,7 @@ def measure(p: Prepared, threads: int, repeats: int, peers: Sequence[str]) -> di
         row["check"][engine] = check(p, got)
     if not runners:
         return row
-    times, kernels = _rounds(runners, cf, inputs, repeats)
+    times, kernels = _rounds(runners, cf if TCPR_OUT in runners else None, inputs, repeats)
     row["ms"] = {k: 1e3 * statistics.median(ts) for k, ts in times.items()}
     row["min_ms"] = {k: 1e3 * min(ts) for k, ts in times.items()}
     ok = [k for k in peers if k in row["ms"] and row["check"].get(k) is None]
