@@ -154,7 +154,8 @@ def _rounds(runners: dict[str, Runner], cf: Any, inputs: list[np.ndarray], repea
             ) -> tuple[dict[str, list[float]], list[list[float]]]:
     """Seconds of each runner in ``repeats`` rounds in which they take turns (the order
     rotating round by round), after a warm-up call each; and, round by round, tcp-rules'
-    per-kernel times right after its calls (``CompiledFunc.profile``), to pair with them."""
+    per-kernel times right after its calls (``CompiledFunc.profile``), so that they see the
+    same load from other processes as the calls."""
     order = list(runners)
     for k in order:
         runners[k].run()
@@ -203,11 +204,8 @@ def measure(p: Prepared, threads: int, repeats: int, peers: Sequence[str]) -> di
                 row[key] = row["ms"][best] / row["ms"][engine]
     if kernels and kernels[0]:
         n = row["kernels"] = len(kernels[0])
-        row["kernel_ms"] = 1e3 * statistics.median(sum(ks) for ks in kernels)
-        # each round's out= call less the kernels timed right after it: load from other
-        # processes that drifts between rounds then cancels
-        row["host_us_per_kernel"] = 1e6 * statistics.median(
-            (t - sum(ks)) / n for t, ks in zip(times[TCPR_OUT], kernels, strict=True))
+        row["kernel_ms"] = 1e3 * sum(statistics.median(ts) for ts in zip(*kernels, strict=True))
+        row["host_us_per_kernel"] = 1e3 * (row["ms"][TCPR_OUT] - row["kernel_ms"]) / n
     return row
 
 

@@ -3,8 +3,9 @@ tcp-rules imports and onnxruntime runs as it is, and the same computation writte
 small math namespace (tcp_rules/peerengines.py), which NumPy, JAX and PyTorch run. NumPy's
 namespace in float64 is the reference every engine is checked against.
 
-Sizes are those of docs/peers measurements so far (BERT-like activations, 16M-element streams);
-``QUICK`` shrinks every one to a few hundred elements for tests.
+``FULL`` sizes are those of the earlier side-by-side measurements: BERT-like activations and
+a 16M-element stream, so that the large rows stream from memory; ``QUICK`` shrinks every one to
+a few hundred elements for tests.
 """
 
 from __future__ import annotations
