@@ -267,8 +267,9 @@ def _isolated_run(where: Path, threads: int, repeats: int, quick: bool, names: S
             "import runpy; ") + "runpy.run_module('tcp_rules.benchpeers', run_name='__main__')"
     argv = [str(where), str(threads), str(repeats), str(int(quick)), ",".join(names),
             ",".join(peers) or "-", str(len(pinned) if pinned else 0)]
+    # its stdout goes to our stderr, with its progress: ours may be the JSON report
     proc = subprocess.run([sys.executable, "-c", boot, *argv], env={**os.environ, **counts},
-                          check=False)
+                          stdout=2, check=False)
     out = where / f"run-{threads}.json"
     if proc.returncode or not out.exists():
         return {"threads": threads, "pinned_cpus": len(pinned) if pinned else None,
