@@ -393,6 +393,15 @@ def _opt_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.suite == "peers":
+        from tcp_rules.benchpeers import peers_suite  # needs onnx and onnxruntime: when asked
+
+        print(peers_suite(args.threads, args.repeats, args.json, quick=args.quick,
+                          names=args.cases or None))
+        return 0
+    if len(args.threads) > 1 or args.quick:
+        raise TcpError.at("only --suite peers takes several thread counts or --quick")
+    args.threads = args.threads[0]
     if args.suite == "optimizer":
         print(optimizer_suite(args.json))
         return 0
@@ -433,6 +442,17 @@ def _dim_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N",
                    help="for imported models: give a named dim a size (batch=8) or a TCP "
                         "symbol (seq=S)")
+
+
+def _thread_counts(text: str) -> tuple[int, ...]:
+    try:
+        counts = tuple(int(t) for t in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a thread count or a comma-separated list "
+                                         f"of them (1,2), got {text!r}") from None
+    if any(c < 1 for c in counts):
+        raise argparse.ArgumentTypeError(f"thread counts must be at least 1, got {text!r}")
+    return counts
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -505,10 +525,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="benchmarks: compiled code against NumPy and others")
     p.add_argument("cases", nargs="*", help="codegen cases to run (default: all)")
-    p.add_argument("--suite", choices=("codegen", "optimizer", "verifier", "cost", "models"),
-                   default="codegen")
+    p.add_argument("--suite", choices=("codegen", "optimizer", "verifier", "cost", "models",
+                                       "peers"), default="codegen")
     p.add_argument("--repeats", type=int, default=7, help="timed runs per engine (median)")
-    p.add_argument("--threads", type=int, default=1, help="threads for every engine")
+    p.add_argument("--threads", type=_thread_counts, default=(1,), metavar="T[,T...]",
+                   help="threads for every engine (several, comma-separated: --suite peers)")
+    p.add_argument("--quick", action="store_true", help="--suite peers at tiny sizes")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_bench)
 

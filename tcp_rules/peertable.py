@@ -1,0 +1,116 @@
+"""The peers suite's report (tcp_rules/benchpeers.py) as text: one table per thread count, the
+notes (errors, mismatches), the workloads and a legend."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+LABELS = {"tcp-rules": "tcpr", "tcp-rules out=": "tcpr out=", "numpy": "numpy",
+          "onnxruntime": "onnxrt", "jax": "jax", "torch": "torch"}
+
+LEGEND = """\
+How to read it: ms are medians of {repeats} rounds in which the engines take turns (after a
+warm-up call each), so load from other processes on a shared machine hits all alike; compare
+ratios within one run. Each thread count T runs in its own process pinned to T CPUs (where the
+machine has more), with every engine told to use T threads.
+  tcpr       tcp-rules, the graph imported, optimized once and compiled; fresh result arrays,
+             as every peer returns
+  tcpr out=  the same program writing into preallocated arrays (out=), as a caller in a loop
+  numpy      the computation written in NumPy (SciPy's erf): single-threaded but for matmul
+             (OpenBLAS, T threads)
+  onnxrt     onnxruntime on the same ONNX graph: intra-op threads T, inter-op 1, every graph
+             optimization; weights are initializers it may prepack
+  jax        jax.jit of the same computation, weights as arguments; T from the CPU pinning
+             (XLA has no thread-count setting)
+  torch      eager PyTorch, torch.nn.functional's kernels, torch.set_num_threads(T)
+  best peer  the fastest peer whose result passed the check
+  ratio      best peer ms / tcpr ms: above 1, tcp-rules is faster; out=: against tcpr out=
+  kern       kernels tcp-rules runs; kern ms: the sum of their medians (CompiledFunc.profile)
+  host us/k  (tcpr out= ms - kern ms) / kern in microseconds: what a call costs outside the
+             kernels (checks, intermediate buffers and their first touch, kernel launches);
+             timing noise can make it negative where the kernels dominate
+  check      every engine's result against the float64 reference: ok, or MISMATCH and the
+             engines, details below. Huge pages: NumPy asks for them on arrays of 4 MB and
+             more, and tcp-rules returns NumPy arrays; PyTorch and JAX do not unless told,
+             which favours tcp-rules and NumPy on the large streaming rows. The tolerance:"""
+
+
+def _ms(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.1f}" if x >= 100 else f"{x:.2f}" if x >= 1 else f"{x:.3f}"
+
+
+def _num(x: float | None, fmt: str, suffix: str = "") -> str:
+    return "-" if x is None else format(x, fmt) + suffix
+
+
+def _engines(report: dict[str, Any]) -> list[str]:
+    seen = {e for run in report["runs"] for r in run["rows"] for e in r["ms"]}
+    seen |= {e for run in report["runs"] for r in run["rows"] for e in r["errors"]}
+    return [e for e in LABELS if e in seen]
+
+
+def _run_table(run: dict[str, Any], report: dict[str, Any], engines: list[str],
+               titles: dict[str, str]) -> list[str]:
+    t, pinned = run["threads"], run["pinned_cpus"]
+    where = (f"pinned to {pinned} of {report['cpus']} CPUs" if pinned else
+             f"{report['cpus']} CPUs" if run["isolated"] else "in the calling process")
+    lines = [f"{t} thread{'s' if t > 1 else ''} ({where}), ms"]
+    if run["error"]:
+        return [*lines, f"  {run['error']}"]
+    head = (f"{'workload':<18}" + "".join(f"{LABELS[e]:>10}" for e in engines)
+            + f" | {'best peer':<11}{'ratio':>7}{'out=':>7} | {'kern':>4}{'kern ms':>9}"
+            f"{'host us/k':>10} | check")
+    lines.append(head)
+    for r in run["rows"]:
+        bad = [e for e, c in r["check"].items() if c]
+        failed = [e for e in engines if e in r["errors"]]
+        check = ("MISMATCH (" + ", ".join(bad) + ")" if bad else "ok") + (
+            "; failed: " + ", ".join(failed) if failed else "")
+        lines.append(
+            f"{titles.get(r['workload'], r['workload']):<18.18}"
+            + "".join(f"{_ms(r['ms'].get(e)):>10}" for e in engines)
+            + f" | {r['best_peer'] or '-':<11}{_num(r['ratio'], '.2f', 'x'):>7}"
+            f"{_num(r['ratio_out'], '.2f', 'x'):>7} | {_num(r['kernels'], 'd'):>4}"
+            f"{_ms(r['kernel_ms']):>9}{_num(r['host_us_per_kernel'], '.1f'):>10} | {check}")
+    return lines
+
+
+def _notes(report: dict[str, Any]) -> list[str]:
+    notes = []
+    for w in report["workloads"]:
+        if w["skipped"]:
+            notes.append(f"{w['workload']}: skipped: {w['skipped']}")
+    for run in report["runs"]:
+        for r in run["rows"]:
+            at = f"{r['workload']} ({run['threads']} thread(s))"
+            notes += [f"{at} {e}: ERROR: {msg}" for e, msg in r["errors"].items()]
+            notes += [f"{at} {e}: MISMATCH: {msg}" for e, msg in r["check"].items() if msg]
+    return notes
+
+
+def render(report: dict[str, Any]) -> str:
+    """The suite's report as tables, notes, the workloads and the legend."""
+    engines = _engines(report)
+    titles = {w["workload"]: w["title"] for w in report["workloads"]}
+    lines: list[str] = []
+    for run in report["runs"]:
+        lines += [*_run_table(run, report, engines, titles), ""]
+    notes = _notes(report)
+    if notes:
+        lines += [*notes, ""]
+    lines.append("workloads (ops of the imported program; optimizer seconds and stop reason):")
+    for w in report["workloads"]:
+        opt = w["optimizer"]
+        how = f"{w['ops']} ops, {opt['seconds']:.1f} s, {opt['stop_reason']}" if opt else "-"
+        lines.append(f"  {w['title']:<18} {w['shape']:<30} {how}")
+    versions = ", ".join(f"{e} {v}" for e, v in report["versions"].items() if v)
+    missing = [e for e, v in report["versions"].items() if not v]
+    lines += ["", f"on a {report['cpu']} CPU: {versions}"
+              + (f" ({', '.join(missing)} not installed)" if missing else ""), "",
+              LEGEND.format(**report)]
+    lines += textwrap.wrap(report["tolerance"] + ".", 96, initial_indent=" " * 13,
+                           subsequent_indent=" " * 13)
+    return "\n".join(lines)

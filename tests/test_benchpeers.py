@@ -1,0 +1,99 @@
+"""The peers suite (tcp_rules/benchpeers.py) at tiny sizes, measured in this process (through
+the same hand-over on disk a measuring process reads), with the engines that are installed:
+it runs, its JSON has the documented fields, and every engine's result was checked against the
+float64 reference. No timing assertions.
+
+JAX is left out: once it has run, its threads make any later fork of the test process unsafe
+(the optimizer forks); the suite runs it in a process of its own."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from tcp_rules import benchpeers as bp
+from tcp_rules import peerworkloads as pw
+from tcp_rules.cli import main
+from tcp_rules.ir import Func
+from tcp_rules.peerengines import NUMPY, installed
+from tcp_rules.peertable import render
+
+NAMES = ["relu", "mlp"]  # an elementwise program and one with a matmul and a weight
+PEERS = [e for e, v in installed().items() if v and e != "jax"]
+
+
+@pytest.fixture(scope="module")
+def report() -> dict:
+    out = bp.peers_report((1,), 1, quick=True, names=NAMES, peers=PEERS, isolate=False)
+    return json.loads(json.dumps(out))  # what --json prints
+
+
+def test_report_has_the_documented_fields(report: dict) -> None:
+    assert report["schema"] == bp.SCHEMA and report["suite"] == "peers"
+    assert report["repeats"] == 1 and report["quick"] is True and report["cpus"] >= 1
+    assert report["versions"]["numpy"] and report["versions"]["onnxruntime"]
+    assert [w["workload"] for w in report["workloads"]] == NAMES
+    for w in report["workloads"]:
+        assert w["skipped"] is None and w["ops"] > 0 and w["optimizer"]["stop_reason"]
+    (run,) = report["runs"]
+    assert run["threads"] == 1 and run["isolated"] is False and run["error"] is None
+    assert [r["workload"] for r in run["rows"]] == NAMES
+
+
+def test_every_installed_engine_ran_and_was_checked(report: dict) -> None:
+    assert {"numpy", "onnxruntime"} <= set(PEERS)
+    for row in report["runs"][0]["rows"]:
+        engines = {bp.TCPR, bp.TCPR_OUT, *PEERS}
+        assert row["errors"] == {}, row["errors"]
+        assert set(row["ms"]) == engines and all(t > 0 for t in row["ms"].values())
+        assert row["check"] == dict.fromkeys(engines), row["check"]  # None: within tolerance
+        assert row["best_peer"] in PEERS
+        assert row["ratio"] == pytest.approx(row["ms"][row["best_peer"]] / row["ms"][bp.TCPR])
+        assert row["ratio_out"] > 0
+        assert row["kernels"] >= 1 and row["kernel_ms"] > 0
+        host = row["host_us_per_kernel"]
+        assert host == pytest.approx(1e3 * (row["ms"][bp.TCPR_OUT] - row["kernel_ms"])
+                                     / row["kernels"])
+
+
+def test_table_shows_each_row_checked(report: dict) -> None:
+    table = render(report)
+    for title in ("relu(a*b+c)", "mlp: relu(x@W+b)"):
+        (line,) = [ln for ln in table.splitlines() if ln.startswith(title)]
+        assert line.endswith("| ok")
+    assert "How to read it" in table and "best peer" in table
+
+
+def test_a_wrong_result_is_a_mismatch() -> None:
+    (w,) = pw.workloads(quick=True, names=["softmax"])
+    p = bp.Prepared(w, {}, params=["X"])
+    wide = {"X": w.arrays["X"].astype(np.float64)}
+    bp._reference(p, _imported(w), [w.arrays["X"]])
+    good = np.asarray(w.compute(NUMPY, w.arrays))
+    assert bp.check(p, good) is None
+    bad = good.copy()
+    bad.flat[5] += 1e-3  # far beyond rounding for probabilities in [0, 1]
+    assert "1 of" in (bp.check(p, bad) or "")
+    assert "expected float32" in (bp.check(p, good.astype(np.float64)) or "")
+    assert np.allclose(p.want, w.compute(NUMPY, wide), rtol=1e-6, atol=0)
+
+
+def _imported(w: pw.Workload) -> Func:
+    from tcp_rules.frontends.onnx import import_model
+
+    return import_model(w.model).module.funcs[0]
+
+
+def test_cli_rejects_thread_lists_elsewhere_and_unknown_workloads(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--suite", "models", "--threads", "1,2"]) == 1
+    assert "only --suite peers" in capsys.readouterr().err
+    assert main(["bench", "--suite", "peers", "--threads", "1,x"]) == 1
+    assert "comma-separated" in capsys.readouterr().err
+    assert main(["bench", "--suite", "peers", "--quick", "nosuch"]) == 1
+    assert "no peers workload named nosuch" in capsys.readouterr().err
