@@ -153,9 +153,8 @@ def _tcpr_runners(p: Prepared, threads: int, row: dict[str, Any]
 def _rounds(runners: dict[str, Runner], cf: Any, inputs: list[np.ndarray], repeats: int
             ) -> tuple[dict[str, list[float]], list[list[float]]]:
     """Seconds of each runner in ``repeats`` rounds in which they take turns (the order
-    rotating round by round), after a warm-up call each; and, round by round, tcp-rules'
-    per-kernel times right after its calls (``CompiledFunc.profile``), so that they see the
-    same load from other processes as the calls."""
+    rotating round by round), after a warm-up call each; and, round by round, one more
+    tcp-rules call's wall time and kernel times (``CompiledFunc.timed``)."""
     order = list(runners)
     for k in order:
         runners[k].run()
@@ -167,13 +166,14 @@ def _rounds(runners: dict[str, Runner], cf: Any, inputs: list[np.ndarray], repea
             runners[k].run()
             times[k].append(time.perf_counter() - t0)
         if cf is not None:
-            kernels.append(cf.profile(*inputs, repeats=1))
+            _, wall, steps = cf.timed(*inputs)
+            kernels.append([wall, *steps])
     return times, kernels
 
 
 def measure(p: Prepared, threads: int, repeats: int, peers: Sequence[str]) -> dict[str, Any]:
     """One row: build every engine on ``p``, run each once and check its result, then time
-    them taking turns; tcp-rules' kernels are profiled for the host cost per kernel."""
+    them taking turns; tcp-rules' kernels are timed for the host cost per kernel."""
     row: dict[str, Any] = {"workload": p.workload.name, "ms": {}, "min_ms": {}, "errors": {},
                            "check": {}, "best_peer": None, "ratio": None, "ratio_out": None,
                            "kernels": None, "kernel_ms": None, "host_us_per_kernel": None}
@@ -202,10 +202,11 @@ def measure(p: Prepared, threads: int, repeats: int, peers: Sequence[str]) -> di
         for key, engine in (("ratio", TCPR), ("ratio_out", TCPR_OUT)):
             if engine in row["ms"]:
                 row[key] = row["ms"][best] / row["ms"][engine]
-    if kernels and kernels[0]:
-        n = row["kernels"] = len(kernels[0])
-        row["kernel_ms"] = 1e3 * sum(statistics.median(ts) for ts in zip(*kernels, strict=True))
-        row["host_us_per_kernel"] = 1e3 * (row["ms"][TCPR_OUT] - row["kernel_ms"]) / n
+    if kernels and len(kernels[0]) > 1:
+        n = row["kernels"] = len(kernels[0]) - 1
+        row["kernel_ms"] = 1e3 * statistics.median(sum(k[1:]) for k in kernels)
+        row["host_us_per_kernel"] = 1e6 * statistics.median(k[0] - sum(k[1:])
+                                                            for k in kernels) / n
     return row
 
 

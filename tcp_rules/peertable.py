@@ -26,10 +26,9 @@ machine has more), with every engine told to use T threads.
   torch      eager PyTorch, torch.nn.functional's kernels, torch.set_num_threads(T)
   best peer  the fastest peer whose result passed the check
   ratio      best peer ms / tcpr ms: above 1, tcp-rules is faster; out=: against tcpr out=
-  kern       kernels tcp-rules runs; kern ms: the sum of their medians (CompiledFunc.profile)
-  host us/k  (tcpr out= ms - kern ms) / kern in microseconds: what a call costs outside the
-             kernels (checks, intermediate buffers and their first touch, kernel launches);
-             timing noise can make it negative where the kernels dominate
+  kern       kernels tcp-rules runs; kern ms: their summed time within a call (median)
+  host us/k  (a call's wall time - its kernels' time) / kern in microseconds, in the same
+             calls: what a call costs outside the kernels (checks, results, the native call)
   check      every engine's result against the float64 reference: ok, or MISMATCH and the
              engines, details below. Huge pages: NumPy asks for them on arrays of 4 MB and
              more, and tcp-rules returns NumPy arrays; PyTorch and JAX do not unless told,

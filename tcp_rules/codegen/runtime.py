@@ -16,6 +16,7 @@ import ctypes
 import os
 import statistics
 import threading
+import time
 import weakref
 from collections.abc import Sequence
 
@@ -104,14 +105,29 @@ class CompiledFunc:
     def __call__(self, *arrays: np.ndarray, out: Sequence[np.ndarray] | None = None
                  ) -> tuple[np.ndarray, ...]:
         """Run on ``arrays``; results go to ``out`` (preallocated arrays) when given."""
+        return self._call(arrays, out, 0)
+
+    def _call(self, arrays: Sequence[np.ndarray], out: Sequence[np.ndarray] | None,
+              ticks: int) -> tuple[np.ndarray, ...]:
         inst = self._validated(arrays)
         for p, a in zip(self.func.params, arrays, strict=True):
             if not (a.flags.c_contiguous and a.flags.aligned):
                 raise TcpError.at(f"input '{p.param}' is not a C-contiguous aligned array "
                                   f"(pass np.ascontiguousarray(x))", p.span, stage="run")
         res = self._results(arrays, inst, out)
-        self._launch(self._layout(inst), arrays, res, 0)
+        self._launch(self._layout(inst), arrays, res, ticks)
         return tuple(res[i] for i in self.plan.results)
+
+    def timed(self, *arrays: np.ndarray, out: Sequence[np.ndarray] | None = None
+              ) -> tuple[tuple[np.ndarray, ...], float, list[float]]:
+        """A call's results, its wall seconds and each kernel's seconds within it: the host's
+        cost (checks, allocation, the native call's entry, between kernels) is the difference,
+        free of the noise two separate timings would add."""
+        ticks = np.zeros(max(1, len(self.steps)), dtype=np.int64)
+        t0 = time.perf_counter()
+        got = self._call(arrays, out, ticks.ctypes.data)
+        wall = time.perf_counter() - t0
+        return got, wall, [1e-9 * int(t) for t in ticks[:len(self.steps)]]
 
     def profile(self, *arrays: np.ndarray, repeats: int = 5) -> list[float]:
         """Median seconds of each kernel step over ``repeats`` runs (after one warm-up run),
