@@ -145,6 +145,9 @@ def test_whole_program_entry_matches_the_reference(threads: int) -> None:
     assert all(g is o for g, o in zip(got, outs, strict=True))
     times = cf.profile(x, w, repeats=1)
     assert len(times) == len(cf.steps) and all(t > 0 for t in times)
+    got, wall, steps = cf.timed(x, w)
+    assert len(steps) == len(cf.steps) and wall > sum(steps) > 0
+    np.testing.assert_allclose(got[0], want[0], rtol=2e-5, atol=2e-5)
 
 
 def test_concurrent_callers_get_their_own_results() -> None:
