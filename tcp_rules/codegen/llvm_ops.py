@@ -79,7 +79,6 @@ for _op, _fn in mathlib.MATH.items():
     LOWERINGS[_op] = (lambda fn: lambda e, a, dt, at, out: fn(e, a[0]))(_fn)
 
 
-
 @lowering("atan2")
 def _atan2(e: IR, a: Sequence[ir.Value], dt: Sequence[DType], at: Mapping[str, Any],
            out: DType) -> ir.Value:
