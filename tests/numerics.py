@@ -33,6 +33,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tcp_rules.codegen.binmath import ULP_BOUNDS as BINARY_ULP_BOUNDS
 from tcp_rules.codegen.mathlib import ULP_BOUNDS
 from tcp_rules.interpret import _concrete_attrs, bind_symbols, evaluate
 from tcp_rules.ir import Apply, Func, Param
@@ -43,7 +44,7 @@ from tcp_rules.types import DType, TensorType, finfo, is_float_array
 _LIPSCHITZ = {"tanh": 1.0, "sigmoid": 0.25, "erf": 2 / math.sqrt(math.pi), "atan": 1.0,
               "sin": 1.0, "cos": 1.0}
 REFERENCE_ULPS = 4.0
-_FN_ULPS = {f: max(b, REFERENCE_ULPS) for f, b in ULP_BOUNDS.items()}
+_FN_ULPS = {f: max(b, REFERENCE_ULPS) for f, b in (ULP_BOUNDS | BINARY_ULP_BOUNDS).items()}
 _MOVEMENT = frozenset(n for n, op in OPS.items() if op.category == "movement") | IDENTITY_OPS
 
 
@@ -131,7 +132,7 @@ def _elementwise(op: str, args: list[np.ndarray], errs: list[np.ndarray], v: np.
         return carry + _ulps(v, dt, _FN_ULPS["log"])
     if op in _LIPSCHITZ:
         return _LIPSCHITZ[op] * ea + _ulps(v, dt, _FN_ULPS[op])
-    if op in ("pow", "atan2"):  # libm in both engines: REFERENCE_ULPS, plus the carried errors
+    if op in ("pow", "atan2"):  # NumPy's libm, binmath's f32 code: plus the carried errors
         x, y = a, np.abs(args[1].astype(np.float64))
         ex, ey = ea, errs[1]
         with np.errstate(all="ignore"):
@@ -140,7 +141,7 @@ def _elementwise(op: str, args: list[np.ndarray], errs: list[np.ndarray], v: np.
             else:  # |d/dx| = |y v / x|, |d/dy| = |v log x|
                 carry = y * np.abs(v) / x * ex + np.abs(v * np.log(x)) * ey
             carry = np.where((ex == 0) & (ey == 0), 0.0, np.nan_to_num(carry, nan=np.inf))
-        return carry + _ulps(v, dt, REFERENCE_ULPS)
+        return carry + _ulps(v, dt, _FN_ULPS[op])
     if op in ("floor", "ceil", "round", "round_even"):
         return np.where(ea > 0, ea + 1.0, 0.0)  # a jump of 1 where the operand is inexact
     raise NotImplementedError(f"no error bound for {op}")

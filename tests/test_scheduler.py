@@ -22,6 +22,8 @@ def test_tiers_follow_the_rules_structure() -> None:
     assert tier(LIB["add-comm"]) == "algebra"
     assert tier(LIB["mul-add-dist"]) == "algebra"  # two-way and growing
     assert tier(LIB["pow-three"]) == "algebra"  # one op becomes two
+    assert tier(LIB["pow-two"]) == "simplify"  # literals count: pow(x, 2) is two e-nodes
+    assert tier(LIB["pow-half"]) == "simplify" and tier(LIB["mul-negone"]) == "simplify"
     assert tier(LIB["fuse"]) == "fusion" and tier(LIB["kernel-one.exp"]) == "fusion"
 
 

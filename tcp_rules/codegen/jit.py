@@ -41,8 +41,8 @@ from tcp_rules.ops import OPS
 
 _MAGIC = b"TCPK1\n"
 # The sources that decide a kernel's machine code: editing one invalidates every cache entry.
-_SOURCES = ("kernel.py", "irbase.py", "llvm_ops.py", "mathlib.py", "mathtable.py", "scopes.py",
-            "stash.py", "emit.py", "matmul.py", "epilogue.py", "jit.py")
+_SOURCES = ("kernel.py", "irbase.py", "llvm_ops.py", "mathlib.py", "mathtable.py", "binmath.py",
+            "intpow.py", "scopes.py", "stash.py", "emit.py", "matmul.py", "epilogue.py", "jit.py")
 _lock = threading.RLock()
 
 

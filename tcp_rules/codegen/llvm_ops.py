@@ -17,7 +17,7 @@ from typing import Any
 
 import llvmlite.ir as ir
 
-from tcp_rules.codegen import mathlib
+from tcp_rules.codegen import binmath, mathlib
 from tcp_rules.codegen.intpow import int_pow
 from tcp_rules.codegen.irbase import I1, IR, like, reg_type
 from tcp_rules.types import DType
@@ -78,18 +78,22 @@ def _rsqrt(e: IR, a: Sequence[ir.Value], dt: Sequence[DType], at: Mapping[str, A
 for _op, _fn in mathlib.MATH.items():
     LOWERINGS[_op] = (lambda fn: lambda e, a, dt, at, out: fn(e, a[0]))(_fn)
 
-_LIBM = {"pow": "pow", "atan2": "atan2"}
 
-for _op, _c in _LIBM.items():
-    LOWERINGS[_op] = (lambda c: lambda e, a, dt, at, out: e.libm(
-        c + ("f" if dt[0] is DType.F32 else ""), a))(_c)
+@lowering("atan2")
+def _atan2(e: IR, a: Sequence[ir.Value], dt: Sequence[DType], at: Mapping[str, Any],
+           out: DType) -> ir.Value:
+    if dt[0] is DType.F32:
+        return binmath.atan2_f32(e, a[0], a[1])
+    return e.libm("atan2", a)  # f64: libm's, accurate and scalar (as exp, log... in f64)
 
 
 @lowering("pow")
 def _pow(e: IR, a: Sequence[ir.Value], dt: Sequence[DType], at: Mapping[str, Any],
          out: DType) -> ir.Value:
-    if dt[0].is_float:
-        return e.libm("powf" if dt[0] is DType.F32 else "pow", a)
+    if dt[0] is DType.F32:
+        return binmath.pow_f32(e, a[0], a[1])
+    if dt[0].is_float:  # f64
+        return e.libm("pow", a)
     return int_pow(e, a[0], a[1])
 
 

@@ -4,7 +4,7 @@ Branch-free (selects only), so LLVM's loop vectorizer turns them into AVX code; 
 stay scalar. Where AVX-512 has an instruction for a step (vscalefps, vgetexpps, vgetmantps, the
 table permutes of tanh and erf), vectors use it, and the portable code computes the same bits
 (tests/test_codegen_math_strategies.py, test_codegen_mathtable.py). f64 versions call libm
-(accurate, scalar), as do pow and atan2 in both widths.
+(accurate, scalar), as do f64 pow and atan2 (f32 ones: binmath.py).
 sin and cos take libm only for |x| > TRIG_BOUND, where their f32 reduction stops being exact: a
 kernel runs their inline polynomials and reruns precisely when an argument was beyond the bound
 (see the sin/cos section). Every function returns NaN for NaN and keeps the reference's

@@ -3,8 +3,9 @@
 **Tiers.** Every rule gets a tier from its structure, so rule files with any ruleset names are
 scheduled alike:
 
-- ``simplify``: one-way rules whose right side is smaller than the left (``add(x, 0) => x``,
-  ``transpose(transpose(x)) => transpose(x)``): always good, and they shrink what they touch;
+- ``simplify``: one-way rules whose right side is smaller than the left, in ops and literals
+  (``add(x, 0) => x``, ``transpose(transpose(x)) => transpose(x)``, ``pow(x, 2) => mul(x, x)``):
+  always good, and they shrink what they touch;
 - ``layout``: the other rules that mention a data-movement op (transpose, broadcast, reshape,
   slice, concat, gather, pad): they move layout ops through the program and grow the e-graph
   by a bounded amount;
@@ -61,7 +62,8 @@ def _ops(p: Pattern) -> Iterable[POp]:
 
 
 def _size(p: Pattern) -> int:
-    return sum(1 for _ in _ops(p))
+    """Ops and literals: the e-nodes a term has (``pow(x, 2) => mul(x, x)`` shrinks it)."""
+    return sum(1 + sum(isinstance(a, PLit) for a in o.args) for o in _ops(p))
 
 
 def tier(rule: Rule) -> str:

@@ -245,13 +245,13 @@ ELEMENTWISE_OPS: tuple[OpDef, ...] = (
     _binary("min", np.minimum, "smaller operand, NaN if either is NaN", 1,
             traits=Traits(elementwise=True, associative=True, identity=float("inf"),
                           idempotent=True)),
-    # pow and atan2 are C library calls per element (codegen/llvm_ops.py): measured on f32 at
-    # ~9.5 and ~27 ns an element in kernels of their own, i.e. ~300 and ~900 of the vector
-    # flops the other ops count (docs/optimizer.md, "Never slower")
+    # f32 pow and atan2 are vector code (codegen/binmath.py): measured at ~3.4 and ~1.1 ns an
+    # element in kernels of their own (1M elements, 1 thread), i.e. ~100 and ~30 of the vector
+    # flops the other ops count; f64 ones are C library calls (docs/optimizer.md, "Never slower")
     _binary("pow", power, "x to the power y; integers wrap, and y < 0 gives 0 except for x = 1 "
-            "(1) and x = -1 (1 or -1); not on unsigned integers", 300, FLOATS | SIGNED,
+            "(1) and x = -1 (1 or -1); not on unsigned integers", 100, FLOATS | SIGNED,
             scalar_call=True),
-    _binary("atan2", np.arctan2, "arc tangent of x / y using both signs", 900, FLOATS,
+    _binary("atan2", np.arctan2, "arc tangent of x / y using both signs", 30, FLOATS,
             scalar_call=True),
     *(_binary(name, fn, doc, 1, ALL_DTYPES, result=DType.I1, category="compare",
               traits=Traits(elementwise=True, commutative=name in ("eq", "ne")))
