@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from tcp_rules.codegen import jit, mathtable
+from tcp_rules.codegen import jit, mathtable, mathtanh
 from tcp_rules.codegen.irbase import (
     F32,
     I1,
@@ -199,10 +199,13 @@ def _exp_reduce(e: IR, y: ir.Value) -> tuple[ir.Value, ir.Value]:
     return k, e.fma(n, c(-_LN2_LO), e.fma(n, c(-_LN2_HI), y))
 
 
-def tanh(e: IR, x: ir.Value) -> ir.Value:
-    """Hyperbolic tangent (f32: piecewise polynomials from tables, see mathtable; f64: libm)."""
+def tanh(e: IR, x: ir.Value, how: str | None = None) -> ir.Value:
+    """Hyperbolic tangent (f32: ``how`` "table", piecewise polynomials, see mathtable, or "exp",
+    see mathtanh; by default the table where a lookup is one permute (AVX-512); f64: libm)."""
     if not _is_f32(x):
         return e.libm("tanh", [x])
+    if (how or ("table" if mathtable.strategy() == "avx512" else "exp")) == "exp":
+        return mathtanh.tanh(e, x)
     return mathtable.call(e, mathtable.TANH, x)
 
 
