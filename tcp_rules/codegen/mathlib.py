@@ -25,8 +25,10 @@ exp       0.89*     1.5    Cody-Waite reduction by ln 2, Cephes' polynomial (deg
 log       0.91*     1.0    x = 2**n (1 + f), f in [-1/3, 1/3) (vgetexpps and vgetmantps with
                            AVX-512, else by subtracting 2/3's bits); log1p(f) = f + f*f*Q(f), Q
                            of degree 8 fitted (Lawson)
-tanh      1.00*     1.5    23 intervals (four per binade from 1/4 to 8), a degree-6
-                           polynomial each, coefficients looked up per lane (mathtable)
+tanh      1.00*     1.5    with AVX-512: 23 intervals (four per binade from 1/4 to 8), a
+                           degree-6 polynomial each, coefficients looked up per lane (mathtable)
+          1.07*            else (mathtanh): t + t*z*P(z) below 0.75, P (degree 5) fitted; above,
+                           1 - 2**(1-n) / (p + 2**-n) for exp(2t) = 2**n p: one division
 sigmoid   2.48*     3.0    1 / (1 + exp(-x)) as 2**(2-n) / (2**(2-n) + 4 p) for exp(-x) =
                            2**n p: one rounded division, no overflow; 0 for x < -88.72283,
                            where the reference's exp(-x) overflows (swept above that)
