@@ -50,4 +50,7 @@ def tanh(e: IR, x: ir.Value) -> ir.Value:
     it = like(ty, I32)
     s = b.bitcast(b.sub(e.const(it, 127 << 23), b.shl(b.bitcast(k, it), e.const(it, 23))), ty)
     q = b.fdiv(b.fadd(s, s), b.fadd(p, s))  # 2**(1-n) / (p + 2**-n), s = 2**-n
-    return e.copysign(e.fsel("<", t, c(SPLIT), near0, b.fsub(c(1.0), q)), x)  # keeps -0.0
+    mag = b.bitcast(e.fsel("<", t, c(SPLIT), near0, b.fsub(c(1.0), q)), it)
+    # mag's sign bit is clear (or it is NaN): or-ing x's sign bit (x ^ |x|) is copysign in two
+    # operations rather than three; it keeps -0.0
+    return b.bitcast(b.or_(mag, b.xor(b.bitcast(x, it), b.bitcast(ax, it))), ty)
