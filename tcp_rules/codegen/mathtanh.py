@@ -14,8 +14,10 @@ AVX-512, for t = |x|:
 p = exp(2r) on |r| <= ln2/4, where r = t - n ln2/2 with ln2/2 rounded to f32: its error, at
 most n * 9.6e-10 absolute, is scaled by q <= 2**(1-n) in the result. P and p's polynomial come
 from ``benchmarks/fit_tables.py tanh-near0`` and ``tanh-exp``. t is clamped at mathtable's
-TANH_TOP (tanh rounds to 1 from 9.01 on; NaN stays NaN), so 2**-n stays normal. Both branches
+TANH_TOP (tanh rounds to 1 from 9.0109 on; NaN stays NaN), so 2**-n stays normal. Both branches
 are computed and one is selected (no branches, so the loop vectorizer widens the code).
+Measured on znver3 (AVX2): at most 1.067 ulp over every f32 (benchmarks/ulp_sweep.py tanh), and
+about 1.4 times exp's time on 8192x768, where the table took 2.7 to 3.1 times.
 """
 
 from __future__ import annotations
