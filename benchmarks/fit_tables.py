@@ -5,6 +5,8 @@ in mathlib.py. Usage:
     .venv/bin/python benchmarks/fit_tables.py tanh    # TANH_TABLE (acc of degree 5)
     .venv/bin/python benchmarks/fit_tables.py erf --degree 5
     .venv/bin/python benchmarks/fit_tables.py atan    # mathlib's _ATAN_P (one polynomial)
+    .venv/bin/python benchmarks/fit_tables.py tanh-near0  # mathtanh's NEAR0_P and EXP2_P
+    .venv/bin/python benchmarks/fit_tables.py tanh-exp
 
 The kernels evaluate, for x in interval n and its local variable u (mathtable defines both),
 
@@ -28,7 +30,7 @@ import numpy as np
 import scipy.optimize
 import scipy.special
 
-from tcp_rules.codegen import mathtable
+from tcp_rules.codegen import mathtable, mathtanh
 
 Fn = Callable[[np.ndarray], np.ndarray]
 
@@ -128,32 +130,63 @@ def fit_tanh(degree: int) -> tuple[list[list[float]], float]:
     return [[*row, 1.0 if k == 0 else 0.0] for k, row in enumerate(rows)], worst
 
 
-def fit_atan(degree: int) -> tuple[list[float], float]:
-    """atan(t) = t + t * z * P(z), z = t**2, on [0, 1] (mathlib.atan); P's coefficients from the
-    highest degree down, and the error of the f32 evaluation on dense samples."""
-    t = 0.5 - 0.5 * np.cos(np.linspace(0, np.pi, 8001))
-    t = t[t > 1e-4]  # below, atan(t) rounds to t whatever P is
-    y = np.arctan(t)
+def fit_odd(f: Fn, hi: float, degree: int) -> tuple[list[float], float]:
+    """f(t) = t + t * z * P(z), z = t**2, on [0, hi] for an odd f with f'(0) = 1; P's coefficients
+    from the highest degree down, and the error of the f32 evaluation on dense samples."""
+    t = (0.5 - 0.5 * np.cos(np.linspace(0, np.pi, 8001))) * hi
+    t = t[t > 1e-4]  # below, f(t) rounds to t whatever P is
+    y = f(t)
     p = minimax_f32(t * t, (y - t) / t**3, t**3 / ulp(y), degree)
-    s = np.linspace(0, 1, 1 << 21, dtype=np.float32)
+    s = np.linspace(0, hi, 1 << 21, dtype=np.float32)
     r = fma32((horner32(p, (s * s).astype(np.float32)) * (s * s)).astype(np.float32), s, s)
-    truth = np.arctan(s.astype(np.float64))
+    truth = f(s.astype(np.float64))
     return p[::-1], float(np.max(np.abs(r - truth) / ulp(truth)))
+
+
+def fit_atan(degree: int) -> tuple[list[float], float]:
+    """atan on [0, 1] (mathlib.atan)."""
+    return fit_odd(np.arctan, 1.0, degree)
+
+
+def fit_tanh_near0(degree: int) -> tuple[list[float], float]:
+    """tanh below mathtanh.SPLIT (mathtanh.NEAR0_P)."""
+    return fit_odd(np.tanh, mathtanh.SPLIT, degree)
+
+
+def fit_tanh_exp(degree: int) -> tuple[list[float], float]:
+    """exp(2r) = 1 + 2r + r**2 Q(r) on |r| <= ln2/4 (1% wider: r's reduction rounds), Q of
+    ``degree`` fitted for relative error (mathtanh.EXP2_P, highest degree first); also the
+    relative error of the f32 evaluation in units of 2**-24."""
+    h = np.log(2) / 4
+    r = np.linspace(-1.01 * h, 1.01 * h, 20001)
+    r = r[np.abs(r) > 1e-6]
+    y = np.exp(2 * r)
+    coeffs = [*minimax_f32(r, (y - 1 - 2 * r) / r**2, r**2 / ulp(y), degree)[::-1], 2.0, 1.0]
+    s = np.linspace(-h, h, 1 << 20).astype(np.float32)
+    truth = np.exp(2 * s.astype(np.float64))
+    err = np.abs(horner32(coeffs[::-1], s) - truth) / truth
+    return coeffs, float(err.max() * 2**24)
+
+
+ONE = {"atan": ("_ATAN_P", "ulp on [0, 1]", fit_atan),
+       "tanh-near0": ("NEAR0_P", "ulp below the split", fit_tanh_near0),
+       "tanh-exp": ("EXP2_P", "* 2**-24 relative", fit_tanh_exp)}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("function", choices=["erf", "tanh", "atan"])
-    ap.add_argument("--degree", type=int,
-                    help="degree of acc or P (default: erf 4, tanh 5, atan 7, as used)")
+    ap.add_argument("function", choices=["erf", "tanh", *ONE])
+    ap.add_argument("--degree", type=int, help="degree of acc, P or Q (default: erf 4, tanh 5, "
+                    "atan 7, tanh-near0 5, tanh-exp 4, as used)")
     args = ap.parse_args()
-    degree = args.degree if args.degree is not None else {"erf": 4, "tanh": 5,
-                                                          "atan": 7}[args.function]
-    if args.function == "atan":
-        p, worst = fit_atan(degree)
-        print(f"# worst {worst:.3f} ulp on [0, 1] (dense samples)")
-        text = "_ATAN_P = (" + ", ".join(repr(float(np.float32(v))) for v in p) + ")"
-        print(textwrap.fill(text, 100, subsequent_indent="           "))
+    degree = args.degree if args.degree is not None else {
+        "erf": 4, "tanh": 5, "atan": 7, "tanh-near0": 5, "tanh-exp": 4}[args.function]
+    if args.function in ONE:
+        name, unit, fit = ONE[args.function]
+        p, worst = fit(degree)
+        print(f"# worst {worst:.3f} {unit} (dense samples)")
+        text = f"{name} = (" + ", ".join(repr(float(np.float32(v))) for v in p) + ")"
+        print(textwrap.fill(text, 100, subsequent_indent=" " * (len(name) + 4)))
         return
     rows, worst = (fit_erf if args.function == "erf" else fit_tanh)(degree)
     print(f"# worst {worst:.3f} ulp; rows: C, a_{degree} .. a_0")

@@ -21,7 +21,7 @@ from codegen.support import (  # noqa: F401
 from numerics import assert_close_to_reference
 
 from tcp_rules import build as tb
-from tcp_rules.codegen import compile_func, jit, mathlib, mathtable, matmul
+from tcp_rules.codegen import compile_func, jit, mathlib, mathtable, mathtanh, matmul
 from tcp_rules.codegen.irbase import IR, check_intrinsic
 from tcp_rules.codegen.lower import lower_func
 from tcp_rules.codegen.runtime import kernel_symbols, module_ir
@@ -43,6 +43,7 @@ def _table(fn: mathtable.Piecewise, how: str) -> Body:
 STRATEGIES: dict[str, tuple[Body, tuple[str, ...]]] = {
     **{f"{fn.name}-{how}": (_table(fn, how), mathtable.NEEDS[how])
        for fn in (mathtable.ERF, mathtable.TANH) for how in mathtable.STRATEGIES},
+    "tanh-exp": (lambda e, v: mathtanh.tanh(e, v), ()),
     "exp-ldexp": (lambda e, v: mathlib.exp(e, v, "ldexp"), ()),
     "exp-split": (lambda e, v: mathlib.exp(e, v, "split"), ()),
     "log-avx512": (lambda e, v: mathlib._log(e, v, "avx512"), ("avx512f", "avx512vl")),
@@ -111,10 +112,23 @@ def test_assembly_for_a_named_target() -> None:
     asm = jit.compile_for(text, "aarch64", vectorize=False, assembly=True)
     assert isinstance(asm, str) and "fmla" in asm  # NEON fused multiply-adds
     with jit.targeting("x86-64-v3"):
-        text = loop_module({"tanh16": (16, lambda e, v: mathlib.tanh(e, v))})
+        text = loop_module({"erf16": (16, lambda e, v: mathlib.erf(e, v))})
     asm = jit.compile_for(text, "x86-64-v3", vectorize=False, assembly=True)
-    # permps on constant tables is selected as the equivalent integer vpermd
-    assert isinstance(asm, str) and "vpermd" in asm and "vfmadd" in asm and "zmm" not in asm
+    # permps on constant tables may be selected as the equivalent integer vpermd
+    assert isinstance(asm, str) and "vfmadd" in asm and "zmm" not in asm
+    assert "vpermps" in asm or "vpermd" in asm
+
+
+@pytest.mark.parametrize(("target", "table"), [("x86-64-v3", False), ("x86-64-v4", True),
+                                               ("aarch64", False)])
+def test_tanh_formula_for_a_named_target(target: str, table: bool) -> None:
+    """tanh takes its table where a lookup is one permute (AVX-512), else exp and a division."""
+    with jit.targeting(target):
+        text = loop_module({"tanh16": (16, lambda e, v: mathlib.tanh(e, v))})
+    asm = jit.compile_for(text, target, vectorize=False, assembly=True)
+    assert isinstance(asm, str)
+    assert ("vpermi2ps" in asm or "vpermt2ps" in asm) == table
+    assert any(d in asm for d in ("vdivps", "fdiv")) != table
 
 
 def test_unknown_target_specific_intrinsics_are_refused() -> None:

@@ -25,8 +25,10 @@ exp       0.89*     1.5    Cody-Waite reduction by ln 2, Cephes' polynomial (deg
 log       0.91*     1.0    x = 2**n (1 + f), f in [-1/3, 1/3) (vgetexpps and vgetmantps with
                            AVX-512, else by subtracting 2/3's bits); log1p(f) = f + f*f*Q(f), Q
                            of degree 8 fitted (Lawson)
-tanh      1.00*     1.5    23 intervals (four per binade from 1/4 to 8), a degree-6
-                           polynomial each, coefficients looked up per lane (mathtable)
+tanh      1.00*     1.5    with AVX-512: 23 intervals (four per binade from 1/4 to 8), a
+                           degree-6 polynomial each, coefficients looked up per lane (mathtable)
+          1.07*            else (mathtanh): t + t*z*P(z) below 0.75, P (degree 5) fitted; above,
+                           1 - 2**(1-n) / (p + 2**-n) for exp(2t) = 2**n p: one division
 sigmoid   2.48*     3.0    1 / (1 + exp(-x)) as 2**(2-n) / (2**(2-n) + 4 p) for exp(-x) =
                            2**n p: one rounded division, no overflow; 0 for x < -88.72283,
                            where the reference's exp(-x) overflows (swept above that)
@@ -44,7 +46,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from tcp_rules.codegen import jit, mathtable
+from tcp_rules.codegen import jit, mathtable, mathtanh
 from tcp_rules.codegen.irbase import (
     F32,
     I1,
@@ -199,10 +201,13 @@ def _exp_reduce(e: IR, y: ir.Value) -> tuple[ir.Value, ir.Value]:
     return k, e.fma(n, c(-_LN2_LO), e.fma(n, c(-_LN2_HI), y))
 
 
-def tanh(e: IR, x: ir.Value) -> ir.Value:
-    """Hyperbolic tangent (f32: piecewise polynomials from tables, see mathtable; f64: libm)."""
+def tanh(e: IR, x: ir.Value, how: str | None = None) -> ir.Value:
+    """Hyperbolic tangent (f32: ``how`` "table", piecewise polynomials, see mathtable, or "exp",
+    see mathtanh; by default the table where a lookup is one permute (AVX-512); f64: libm)."""
     if not _is_f32(x):
         return e.libm("tanh", [x])
+    if (how or ("table" if mathtable.strategy() == "avx512" else "exp")) == "exp":
+        return mathtanh.tanh(e, x)
     return mathtable.call(e, mathtable.TANH, x)
 
 

@@ -23,6 +23,8 @@ A lookup is one instruction per coefficient with AVX-512 (``vpermps`` for 16 ent
 picking by the low 4 bits of its index; ``vpermi2ps`` for 32), 8-entry ``vpermps`` and blends
 with AVX2, and one load per lane otherwise; scalars load from a constant array. Every strategy
 computes the same values bit for bit, and indices are masked, so a NaN's index stays in bounds.
+mathlib takes the tanh table only with AVX-512: elsewhere its 23 entries cost three permutes and
+blends per coefficient, or loads, and tanh through exp is faster (mathtanh).
 
 The loop vectorizer cannot turn a scalar table load into a permute (it would gather), so kernels
 call an internal scalar function whose vector variants (vector-function-abi-variant) do the
