@@ -40,9 +40,8 @@ from tcp_rules.diagnostics import Diagnostic, TcpError
 from tcp_rules.ops import OPS
 
 _MAGIC = b"TCPK1\n"
-# The sources that decide a kernel's machine code: editing one invalidates every cache entry.
-_SOURCES = ("kernel.py", "irbase.py", "llvm_ops.py", "mathlib.py", "mathtable.py", "binmath.py",
-            "intpow.py", "scopes.py", "stash.py", "emit.py", "matmul.py", "epilogue.py", "jit.py")
+# Every module of the code generator is hashed into the cache key: editing one invalidates every
+# cache entry (a list of the modules that matter went stale whenever a new one was split off).
 _lock = threading.RLock()
 
 
@@ -210,11 +209,9 @@ def has_feature(name: str) -> bool:
 def fingerprint() -> str:
     """Hash of everything that decides the machine code besides the kernel itself."""
     h = hashlib.sha256()
-    here = Path(__file__).parent
-    for name in _SOURCES:
-        p = here / name
-        if p.exists():
-            h.update(p.read_bytes())
+    for p in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
     # The op table's flops decide what a kernel stashes (stash.py).
     h.update(repr(sorted((n, op.cost.flops_per_element) for n, op in OPS.items())).encode())
     h.update(llvmlite.__version__.encode())
