@@ -18,6 +18,9 @@ of F64_SUM_BLOCK terms. max/min use
 ``llvm.maximum``/``llvm.minimum``: NaN propagates, and -0.0 counts as below +0.0 whatever the
 order, as the reference defines reduce_max/reduce_min (ops/linalg.py): the same bits.
 Kernels that read an input transposed iterate their last two axes in TILE x TILE blocks.
+f32 exps in innermost loops take mathlib's fast path (no clamps, no two-step scaling) and record
+their largest argument; a loop that saw one beyond the fast path runs again with the full path
+(KernelEmitter.loop), so a row, a sum's block or EXP_BLOCK points cost twice, never the kernel.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from collections.abc import Callable
 
 import llvmlite.ir as ir
 
-from tcp_rules.codegen.irbase import I8, I64, IR, PTR, VOID, mem_type, reg_type
+from tcp_rules.codegen import mathlib
+from tcp_rules.codegen.irbase import I8, I32, I64, IR, PTR, VOID, mem_type, reg_type
 from tcp_rules.codegen.kernel import (
     Acc,
     Affine,
@@ -60,6 +64,9 @@ F64_SUM_BLOCK = 1024  # f64 sums add blocks of this many terms, then the block s
 # accurate as NumPy's pairwise sums (blocks of 128 in 8 lanes) and free of the f64 conversions
 # that kept the loop vectorizer at half width (an exp and sum loop ran 1.4x slower).
 F32_SUM_BLOCK = 256
+# Innermost domain loops with an f32 exp run in blocks of this many points, each run again with
+# exp's full path when an argument was beyond its fast path (KernelEmitter.loop).
+EXP_BLOCK = 4096
 TILE = 16  # transposing kernels run over TILE x TILE blocks, so both sides stay in cache
 
 
@@ -165,6 +172,7 @@ class KernelEmitter(BodyEmitter):
         self.bounds: dict[str, tuple[ir.Value, ir.Value]] = {}
         self.tiled = needs_tiling(k)
         self.stash = find_stash(k, self.scopes)
+        self.fast_exp = mathlib.scale_strategy() == "split"  # vscalefps needs no fast path
         if rerun is not None:
             self.e.trig_flag = self._alloca(I8, "trig.flag")
             self.allocas.store(ir.Constant(I8, 0), self.e.trig_flag)
@@ -246,15 +254,43 @@ class KernelEmitter(BodyEmitter):
     # Loops -------------------------------------------------------------------------------------
 
     def loop(self, var: str, lo: ir.Value, hi: ir.Value, body: Callable[[], None],
-             step: int = 1) -> None:
+             step: int = 1, reset: Callable[[], None] | None = None) -> None:
         """``for var in [lo, hi) by step``; values emitted inside are forgotten afterwards (they
-        do not dominate the code after the loop)."""
-        b = self.e.b
-        slot = self._alloca(I64, name=var)
+        do not dominate the code after the loop).
+
+        ``reset`` restores what the loop updates (an accumulator; stores are simply redone), so
+        that it may run again: then its f32 exps take their fast path (mathlib.exp_fast), and
+        the loop runs again with the full one if an argument was beyond it."""
+        e = self.e
+        if reset is None or not self._fast_exps(var):
+            saved, e.exp_guard = e.exp_guard, None
+            self._loop(var, lo, hi, body, step)
+            e.exp_guard = saved
+            return
+        guard = self._alloca(I32, name=f"{var}.guard")
+        e.b.store(ir.Constant(I32, 0), guard)
+        saved, e.exp_guard = e.exp_guard, guard
+        self._loop(var, lo, hi, body, step)
+        e.exp_guard = None
+        with e.b.if_then(mathlib.exp_beyond_fast(e, guard), likely=False):
+            reset()
+            self._loop(var, lo, hi, body, step, f"{var}.again")
+        e.exp_guard = saved
+
+    def _fast_exps(self, var: str) -> bool:
+        """Whether the loop over ``var`` computes an f32 exp that has a fast path here."""
+        return self.fast_exp and any(
+            isinstance(n, Op) and n.op == "exp" and n.dtype.compute is DType.F32
+            and self.scopes.innermost(self.scopes.deps[n]) == var for n in self.order)
+
+    def _loop(self, var: str, lo: ir.Value, hi: ir.Value, body: Callable[[], None],
+              step: int, label: str | None = None) -> None:
+        b, label = self.e.b, label or var
+        slot = self._alloca(I64, name=label)
         b.store(lo, slot)
-        cond = b.append_basic_block(f"{var}.cond")
-        loop_body = b.append_basic_block(f"{var}.body")
-        done = b.append_basic_block(f"{var}.done")
+        cond = b.append_basic_block(f"{label}.cond")
+        loop_body = b.append_basic_block(f"{label}.body")
+        done = b.append_basic_block(f"{label}.done")
         b.branch(cond)
         b.position_at_end(cond)
         i = b.load(slot)
@@ -272,9 +308,7 @@ class KernelEmitter(BodyEmitter):
 
     def emit_scope(self, var: str | None) -> None:
         """Emit the nodes whose innermost loop is ``var``, then the next domain loop inside."""
-        for n in self.order:
-            if self.scopes.innermost(self.scopes.deps[n]) == var:
-                self.value(n)
+        self.emit_nodes(var)
         depth = -1 if var is None else self.dom.index(var) if var in self.dom else None
         if depth is None:
             return
@@ -287,8 +321,26 @@ class KernelEmitter(BodyEmitter):
         lo, hi = self.bounds.get(nxt, (lo, hi))
         if depth + 1 == len(self.dom) - 2 and self.tiled:
             self._tiles(nxt, lo, hi)
+        elif depth + 2 == len(self.dom) and self._fast_exps(nxt):
+            self._row_blocks(nxt, lo, hi)
         else:
             self.loop(nxt, lo, hi, lambda: self.emit_scope(nxt))
+
+    def _blocks(self, var: str, lo: ir.Value, hi: ir.Value, size: int,
+                block: Callable[[ir.Value, ir.Value], None]) -> None:
+        """``block(start, end)`` for each block of ``size`` steps of loop ``var`` in [lo, hi)."""
+        b, blk = self.e.b, f"{var}.blk"
+
+        def each() -> None:
+            start = self.idx[blk]
+            block(start, self.e.intrinsic("smin", [b.add(start, ir.Constant(I64, size)), hi]))
+        self.loop(blk, lo, hi, each, size)
+
+    def _row_blocks(self, var: str, lo: ir.Value, hi: ir.Value) -> None:
+        """The innermost domain loop in blocks of EXP_BLOCK, each of which can run again as it
+        is (it only stores): an exp argument beyond the fast path costs one block twice."""
+        self._blocks(var, lo, hi, EXP_BLOCK, lambda start, end: self.loop(
+            var, start, end, lambda: self.emit_scope(var), reset=lambda: None))
 
     def _tiles(self, outer: str, lo: ir.Value, hi: ir.Value) -> None:
         """Loop over TILE x TILE blocks of the last two domain axes (transposed reads)."""
@@ -350,8 +402,9 @@ class KernelEmitter(BodyEmitter):
                 self._blocked_sum(var, self.size(ext), acc, update, acc_t, F64_SUM_BLOCK)
             elif j + 1 == len(n.vars) and block_t is not None:
                 self._blocked_sum(var, self.size(ext), acc, update, block_t, F32_SUM_BLOCK)
-            else:
-                self.loop(var, ir.Constant(I64, 0), self.size(ext), inner)
+            else:  # one loop: it can run again from the initial accumulator
+                reset = (lambda: b.store(e.const(acc_t, init), acc)) if len(n.vars) == 1 else None
+                self.loop(var, ir.Constant(I64, 0), self.size(ext), inner, reset=reset)
         if n.vars:
             level(0)
         else:
@@ -380,29 +433,26 @@ class KernelEmitter(BodyEmitter):
 
     def _blocked_sum(self, var: str, ext: ir.Value, acc: ir.Value,
                      update: Callable[[ir.Value, ir.Type], None], part_t: ir.Type,
-                     block: int) -> None:
-        """Sum terms in blocks of ``block`` into a ``part_t`` partial sum each, added to ``acc``
+                     size: int) -> None:
+        """Sum terms in blocks of ``size`` into a ``part_t`` partial sum each, added to ``acc``
         (f64): the error grows with the block length, not the whole length."""
         b, e = self.e.b, self.e
         part = self._alloca(part_t)
-        blk = f"{var}.blk"
 
-        def body() -> None:
-            start = self.idx[blk]
-            end = e.intrinsic("smin", [b.add(start, ir.Constant(I64, block)), ext])
-            b.store(e.const(part_t, 0.0), part)
-
+        def block(start: ir.Value, end: ir.Value) -> None:
             def inner() -> None:
                 self.emit_nodes(var)
                 update(part, part_t)
-            self.loop(var, start, end, inner)
+            reset = lambda: b.store(e.const(part_t, 0.0), part)  # noqa: E731
+            reset()
+            self.loop(var, start, end, inner, reset=reset)
             s = b.load(part)
             s = b.fpext(s, acc.allocated_type) if part_t != acc.allocated_type else s
             b.store(b.fadd(b.load(acc), s, flags=["reassoc"]), acc)
-        self.loop(blk, ir.Constant(I64, 0), ext, body, block)
+        self._blocks(var, ir.Constant(I64, 0), ext, size, block)
 
-    def emit_nodes(self, var: str) -> None:
-        """Emit the nodes whose innermost loop is reduction loop ``var``."""
+    def emit_nodes(self, var: str | None) -> None:
+        """Emit the nodes whose innermost loop is ``var`` (None: outside every loop)."""
         for n in self.order:
             if self.scopes.innermost(self.scopes.deps[n]) == var:
                 self.value(n)
