@@ -5,6 +5,7 @@ in mathlib.py. Usage:
     .venv/bin/python benchmarks/fit_tables.py tanh    # TANH_TABLE (acc of degree 5)
     .venv/bin/python benchmarks/fit_tables.py erf --degree 5
     .venv/bin/python benchmarks/fit_tables.py atan    # mathlib's _ATAN_P (one polynomial)
+    .venv/bin/python benchmarks/fit_tables.py exp     # mathlib's _EXP_Q
 
 The kernels evaluate, for x in interval n and its local variable u (mathtable defines both),
 
@@ -141,18 +142,36 @@ def fit_atan(degree: int) -> tuple[list[float], float]:
     return p[::-1], float(np.max(np.abs(r - truth) / ulp(truth)))
 
 
+def fit_exp(degree: int) -> tuple[list[float], float]:
+    """exp(r) = 1 + r (1 + r Q(r)) on |r| <= ln2/2 (mathlib.exp's reduced argument, with the
+    reduction's slack); Q's coefficients from the highest degree down, and the error of the f32
+    evaluation on dense samples."""
+    h = 0.34658
+    r = np.linspace(-h, h, 100001)
+    r = r[np.abs(r) > 1e-5]  # below, 1 + r (1 + r Q) rounds the same whatever Q is
+    y = np.exp(r)
+    q = minimax_f32(r, (np.expm1(r) - r) / r**2, r**2 / ulp(y), degree)
+    s = np.linspace(-h, h, 1 << 21, dtype=np.float32)
+    one = np.float32(1.0)
+    p = fma32(fma32(horner32(q, s), s, one), s, one)
+    truth = np.exp(s.astype(np.float64))
+    return q[::-1], float(np.max(np.abs(p - truth) / ulp(truth)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("function", choices=["erf", "tanh", "atan"])
+    ap.add_argument("function", choices=["erf", "tanh", "atan", "exp"])
     ap.add_argument("--degree", type=int,
-                    help="degree of acc or P (default: erf 4, tanh 5, atan 7, as used)")
+                    help="degree of acc, P or Q (default: erf 4, tanh 5, atan 7, exp 4, as used)")
     args = ap.parse_args()
-    degree = args.degree if args.degree is not None else {"erf": 4, "tanh": 5,
-                                                          "atan": 7}[args.function]
-    if args.function == "atan":
-        p, worst = fit_atan(degree)
-        print(f"# worst {worst:.3f} ulp on [0, 1] (dense samples)")
-        text = "_ATAN_P = (" + ", ".join(repr(float(np.float32(v))) for v in p) + ")"
+    degree = args.degree if args.degree is not None else {"erf": 4, "tanh": 5, "atan": 7,
+                                                          "exp": 4}[args.function]
+    if args.function in ("atan", "exp"):
+        p, worst = (fit_atan if args.function == "atan" else fit_exp)(degree)
+        where = "[0, 1]" if args.function == "atan" else "|r| <= ln2/2"
+        print(f"# worst {worst:.3f} ulp on {where} (dense samples)")
+        name = "_ATAN_P" if args.function == "atan" else "_EXP_Q"
+        text = f"{name} = (" + ", ".join(repr(float(np.float32(v))) for v in p) + ")"
         print(textwrap.fill(text, 100, subsequent_indent="           "))
         return
     rows, worst = (fit_erf if args.function == "erf" else fit_tanh)(degree)
