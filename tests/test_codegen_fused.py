@@ -16,6 +16,7 @@ from tcp_rules.codegen import compile_kernel_func
 from tcp_rules.codegen.emit import KernelError
 from tcp_rules.codegen.fused import fma_relu_kernel, layernorm_kernel, softmax_kernel
 from tcp_rules.codegen.kernel import Affine, Buffer, Kernel, Load, Op, Reduce, kernel_text
+from tcp_rules.codegen.runtime import module_ir
 from tcp_rules.diagnostics import TcpError
 from tcp_rules.interpret import evaluate
 from tcp_rules.pipeline import load_module_file
@@ -73,6 +74,17 @@ def test_softmax_hoists_the_row_reductions() -> None:
     reduces = [n for n in sc.deps if isinstance(n, Reduce)]
     assert len(reduces) == 2
     assert all(sc.innermost(sc.deps[r]) == "d0" for r in reduces)
+
+
+def test_row_sums_prefetch_the_next_row() -> None:
+    """Each f32 row sum's block (256 terms, 16 cache lines of f32) first prefetches the same
+    block of the next row of what its body reads: softmax's sum reads x, layernorm's two sums
+    read x each; the max reads without prefetching (no blocks)."""
+    def prefetches(k: Kernel) -> int:
+        return module_ir(k, "pf").count('call void @"llvm.prefetch.p0"')
+
+    assert prefetches(softmax_kernel()) == 16
+    assert prefetches(layernorm_kernel(1024)) == 2 * 16
 
 
 def test_layernorm_kernel() -> None:
