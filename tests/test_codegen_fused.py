@@ -13,7 +13,7 @@ from numerics import assert_close_to_reference
 
 from tcp_rules import build as tb
 from tcp_rules.codegen import compile_kernel_func
-from tcp_rules.codegen.emit import KernelError
+from tcp_rules.codegen.emit import F32_SUM_BLOCK, KernelError
 from tcp_rules.codegen.fused import fma_relu_kernel, layernorm_kernel, softmax_kernel
 from tcp_rules.codegen.kernel import Affine, Buffer, Kernel, Load, Op, Reduce, kernel_text
 from tcp_rules.codegen.runtime import module_ir
@@ -77,14 +77,15 @@ def test_softmax_hoists_the_row_reductions() -> None:
 
 
 def test_row_sums_prefetch_the_next_row() -> None:
-    """Each f32 row sum's block (256 terms, 16 cache lines of f32) first prefetches the same
-    block of the next row of what its body reads: softmax's sum reads x, layernorm's two sums
-    read x each; the max reads without prefetching (no blocks)."""
+    """Each f32 row sum's block (F32_SUM_BLOCK terms, one prefetch per 64-byte line) first
+    prefetches the same block of the next row of what its body reads: softmax's sum reads x,
+    layernorm's two sums read x each; the max reads without prefetching (no blocks)."""
     def prefetches(k: Kernel) -> int:
         return module_ir(k, "pf").count('call void @"llvm.prefetch.p0"')
 
-    assert prefetches(softmax_kernel()) == 16
-    assert prefetches(layernorm_kernel(1024)) == 2 * 16
+    lines = F32_SUM_BLOCK * 4 // 64
+    assert prefetches(softmax_kernel()) == lines
+    assert prefetches(layernorm_kernel(1024)) == 2 * lines
 
 
 def test_layernorm_kernel() -> None:

@@ -60,15 +60,16 @@ EXACT_IN_STORAGE = frozenset({"neg", "abs", "max", "min", "select", "floor", "ce
                               "round_even"})
 
 F64_SUM_BLOCK = 1024  # f64 sums add blocks of this many terms, then the block sums
-# f32 sums add blocks of this many terms in f32 vector lanes, then the block sums in f64: as
-# accurate as NumPy's pairwise sums (blocks of 128 in 8 lanes) and free of the f64 conversions
-# that kept the loop vectorizer at half width (an exp and sum loop ran 1.4x slower).
-F32_SUM_BLOCK = 256
+# f32 sums add blocks of this many terms in f32 vector lanes (16 to 32 terms a lane), then the
+# block sums in f64: about as accurate as NumPy's pairwise sums (blocks of 128 in 8 lanes) and
+# free of the f64 conversions that kept the loop vectorizer at half width (an exp and sum loop
+# ran 1.4x slower). Blocks of 256 cost softmax 4% in block overheads, of 1024 a prefetch burst.
+F32_SUM_BLOCK = 512
 # Innermost domain loops with an f32 exp run in blocks of this many points, each run again with
 # exp's full path when an argument was beyond its fast path (KernelEmitter.loop).
 EXP_BLOCK = 4096
 CACHE_LINE = 64  # bytes: the unit a prefetch brings in
-PREFETCH_LINES = 16  # at most this many prefetches at a block's start (f32 blocks: 16)
+PREFETCH_LINES = 32  # at most this many prefetches at a block's start (f32 blocks: 32)
 TILE = 16  # transposing kernels run over TILE x TILE blocks, so both sides stay in cache
 
 
