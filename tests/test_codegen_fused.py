@@ -86,6 +86,17 @@ def test_row_sums_prefetch_the_next_row() -> None:
     lines = F32_SUM_BLOCK * 4 // 64
     assert prefetches(softmax_kernel()) == lines
     assert prefetches(layernorm_kernel(1024)) == 2 * lines
+    # A scalar (rank 0) read in the sum has no next row: only x is prefetched.
+    d0, r = Affine.var("d0"), Affine.var("r")
+    scaled = Op(F32, "mul", (Load(F32, 0, (d0, r)), Load(F32, 1, ())))
+    k = Kernel("k", (Buffer("x", F32, ("N", "D")), Buffer("s", F32, ()), Buffer("o", F32, ("N",))),
+               ("N", "D"), ("N",), Reduce(F32, "sum", (("r", "D"),), scaled))
+    assert prefetches(k) == lines
+    f = tb.FuncBuilder("scaled_sum")
+    f.ret(tb.reduce_sum(tb.mul(f.param("x", "f32[N, D]"), tb.broadcast(
+        f.param("s", "f32[]"), shape=["N", "D"], dims=[])), axes=[1]))
+    x, sv = np.ones((3, 700), np.float32), np.array(0.5, np.float32)
+    assert_same(compile_kernel_func(f.finish(), k)(x, sv)[0], np.full(3, 350.0, np.float32))
 
 
 def test_layernorm_kernel() -> None:

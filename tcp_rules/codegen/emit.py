@@ -474,7 +474,7 @@ class KernelEmitter(BodyEmitter):
                     isinstance(i, Affine) for i in ld.index)):
                 continue
             idx = [i for i in ld.index if isinstance(i, Affine)]
-            if (idx[-1].coeff(var) != 1 or any(i.coeff(var) for i in idx[:-1])
+            if (not idx or idx[-1].coeff(var) != 1 or any(i.coeff(var) for i in idx[:-1])
                     or not any(i.coeff(row) for i in idx) or (ld.buf, ld.index) in done):
                 continue
             done.add((ld.buf, ld.index))
