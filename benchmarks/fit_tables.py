@@ -7,6 +7,7 @@ in mathlib.py. Usage:
     .venv/bin/python benchmarks/fit_tables.py atan    # mathlib's _ATAN_P (one polynomial)
     .venv/bin/python benchmarks/fit_tables.py tanh-near0  # mathtanh's NEAR0_P and EXP2_P
     .venv/bin/python benchmarks/fit_tables.py tanh-exp
+    .venv/bin/python benchmarks/fit_tables.py exp     # mathlib's _EXP_Q
 
 The kernels evaluate, for x in interval n and its local variable u (mathtable defines both),
 
@@ -143,6 +144,22 @@ def fit_odd(f: Fn, hi: float, degree: int) -> tuple[list[float], float]:
     return p[::-1], float(np.max(np.abs(r - truth) / ulp(truth)))
 
 
+def fit_exp(degree: int) -> tuple[list[float], float]:
+    """exp(r) = 1 + r (1 + r Q(r)) on |r| <= ln2/2 (mathlib.exp's reduced argument, with the
+    reduction's slack); Q's coefficients from the highest degree down, and the error of the f32
+    evaluation on dense samples."""
+    h = 0.34658
+    r = np.linspace(-h, h, 100001)
+    r = r[np.abs(r) > 1e-5]  # below, 1 + r (1 + r Q) rounds the same whatever Q is
+    y = np.exp(r)
+    q = minimax_f32(r, (np.expm1(r) - r) / r**2, r**2 / ulp(y), degree)
+    s = np.linspace(-h, h, 1 << 21, dtype=np.float32)
+    one = np.float32(1.0)
+    p = fma32(fma32(horner32(q, s), s, one), s, one)
+    truth = np.exp(s.astype(np.float64))
+    return q[::-1], float(np.max(np.abs(p - truth) / ulp(truth)))
+
+
 def fit_atan(degree: int) -> tuple[list[float], float]:
     """atan on [0, 1] (mathlib.atan)."""
     return fit_odd(np.arctan, 1.0, degree)
@@ -169,6 +186,7 @@ def fit_tanh_exp(degree: int) -> tuple[list[float], float]:
 
 
 ONE = {"atan": ("_ATAN_P", "ulp on [0, 1]", fit_atan),
+       "exp": ("_EXP_Q", "ulp on |r| <= ln2/2", fit_exp),
        "tanh-near0": ("NEAR0_P", "ulp below the split", fit_tanh_near0),
        "tanh-exp": ("EXP2_P", "* 2**-24 relative", fit_tanh_exp)}
 
@@ -177,10 +195,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("function", choices=["erf", "tanh", *ONE])
     ap.add_argument("--degree", type=int, help="degree of acc, P or Q (default: erf 4, tanh 5, "
-                    "atan 7, tanh-near0 5, tanh-exp 4, as used)")
+                    "atan 7, exp 4, tanh-near0 5, tanh-exp 4, as used)")
     args = ap.parse_args()
     degree = args.degree if args.degree is not None else {
-        "erf": 4, "tanh": 5, "atan": 7, "tanh-near0": 5, "tanh-exp": 4}[args.function]
+        "erf": 4, "tanh": 5, "atan": 7, "exp": 4, "tanh-near0": 5, "tanh-exp": 4}[args.function]
     if args.function in ONE:
         name, unit, fit = ONE[args.function]
         p, worst = fit(degree)

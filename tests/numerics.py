@@ -1,10 +1,11 @@
 """How far a compiled result may be from the reference's, derived from the computation.
 
 Both engines evaluate the same ops, each rounding its own way: sums in another order (pairwise in
-NumPy; vector accumulators, f64 for f32 sums, compiled), fused multiply-adds in matmul (and in
-NumPy's BLAS, depending on size and CPU), polynomial math functions within ``ULP_BOUNDS`` against
-libm's. None of that is promised bit for bit, so a comparison needs a bound, and the bound must
-follow from the operations and the data, not from one machine's observed differences.
+NumPy; vector accumulators, f32 blocks added in f64 for f32 sums, compiled), fused multiply-adds
+in matmul (and in NumPy's BLAS, depending on size and CPU), polynomial math functions within
+``ULP_BOUNDS`` against libm's. None of that is promised bit for bit, so a comparison needs a
+bound, and the bound must follow from the operations and the data, not from one machine's
+observed differences.
 
 :func:`error_bounds` runs a first-order running error analysis (Higham, *Accuracy and Stability of
 Numerical Algorithms*, ch. 3-4) over the func: for every value v it bounds |v_engine - v_exact| by

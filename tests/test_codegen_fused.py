@@ -13,9 +13,10 @@ from numerics import assert_close_to_reference
 
 from tcp_rules import build as tb
 from tcp_rules.codegen import compile_kernel_func
-from tcp_rules.codegen.emit import KernelError
+from tcp_rules.codegen.emit import F32_SUM_BLOCK, KernelError
 from tcp_rules.codegen.fused import fma_relu_kernel, layernorm_kernel, softmax_kernel
 from tcp_rules.codegen.kernel import Affine, Buffer, Kernel, Load, Op, Reduce, kernel_text
+from tcp_rules.codegen.runtime import module_ir
 from tcp_rules.diagnostics import TcpError
 from tcp_rules.interpret import evaluate
 from tcp_rules.pipeline import load_module_file
@@ -73,6 +74,29 @@ def test_softmax_hoists_the_row_reductions() -> None:
     reduces = [n for n in sc.deps if isinstance(n, Reduce)]
     assert len(reduces) == 2
     assert all(sc.innermost(sc.deps[r]) == "d0" for r in reduces)
+
+
+def test_row_sums_prefetch_the_next_row() -> None:
+    """Each f32 row sum's block (F32_SUM_BLOCK terms, one prefetch per 64-byte line) first
+    prefetches the same block of the next row of what its body reads: softmax's sum reads x,
+    layernorm's two sums read x each; the max reads without prefetching (no blocks)."""
+    def prefetches(k: Kernel) -> int:
+        return module_ir(k, "pf").count('call void @"llvm.prefetch.p0"')
+
+    lines = F32_SUM_BLOCK * 4 // 64
+    assert prefetches(softmax_kernel()) == lines
+    assert prefetches(layernorm_kernel(1024)) == 2 * lines
+    # A scalar (rank 0) read in the sum has no next row: only x is prefetched.
+    d0, r = Affine.var("d0"), Affine.var("r")
+    scaled = Op(F32, "mul", (Load(F32, 0, (d0, r)), Load(F32, 1, ())))
+    k = Kernel("k", (Buffer("x", F32, ("N", "D")), Buffer("s", F32, ()), Buffer("o", F32, ("N",))),
+               ("N", "D"), ("N",), Reduce(F32, "sum", (("r", "D"),), scaled))
+    assert prefetches(k) == lines
+    f = tb.FuncBuilder("scaled_sum")
+    f.ret(tb.reduce_sum(tb.mul(f.param("x", "f32[N, D]"), tb.broadcast(
+        f.param("s", "f32[]"), shape=["N", "D"], dims=[])), axes=[1]))
+    x, sv = np.ones((3, 700), np.float32), np.array(0.5, np.float32)
+    assert_same(compile_kernel_func(f.finish(), k)(x, sv)[0], np.full(3, 350.0, np.float32))
 
 
 def test_layernorm_kernel() -> None:

@@ -52,6 +52,38 @@ def test_exp_scalings_agree() -> None:
         _same_bits(run(x), want, x, name)
 
 
+def test_exp_fast_path_agrees_within_its_bound() -> None:
+    """exp_fast (no clamps, 2**n added to the exponent bits) gives exp's bits up to the bound."""
+    rng = np.random.default_rng(13)
+    b = mathlib.EXP_FAST_BOUND
+    edges = [0.0, -0.0, b, -b, np.nextafter(b, 0), 1e-45, -1e-45, 0.34657359, -0.34657359]
+    x = _f32(edges, rng.uniform(-b, b, 1 << 16), rng.uniform(-1, 1, 1 << 12))
+    runs = loop_kernels({f"exp_fast_{w}_{TARGET}": (w, lambda e, v: mathlib.exp_fast(e, v))
+                         for w in (1, 8, 16)})
+    want = loop_kernels({f"exp_split_ref_{TARGET}": (1, lambda e, v: mathlib.exp(e, v, "split"))}
+                        )[f"exp_split_ref_{TARGET}"](x)
+    for name, run in runs.items():
+        _same_bits(run(x), want, x, name)
+
+
+def test_exp_kernels_rerun_beyond_the_fast_path() -> None:
+    """A compiled exp kernel takes the fast path and runs its loop again with the clamped one
+    when an argument is beyond the bound (NaN, infinities, overflow, denormal results): the
+    same bits as the scalar function either way."""
+    from tcp_rules.codegen import compile_func
+
+    rng = np.random.default_rng(14)
+    inside = _f32(rng.uniform(-80, 80, 4099 // 16 * 16 + 16))
+    cf = compile_func(unary("exp", DType.F32), threads=1)
+    ref = loop_kernels({f"exp_split_rr_{TARGET}": (1, lambda e, v: mathlib.exp(e, v, "split"))}
+                       )[f"exp_split_rr_{TARGET}"]
+    _same_bits(cf(inside)[0], ref(inside), inside, "in range")
+    for special in (np.nan, np.inf, -np.inf, 88.72, 100.0, -87.5, -103.9, -200.0):
+        x = inside.copy()
+        x[rng.integers(0, x.size, 3)] = special
+        _same_bits(cf(x)[0], ref(x), x, f"with {special}")
+
+
 def _log_inputs() -> np.ndarray:
     rng = np.random.default_rng(12)
     binades = np.float32(2.0) ** np.arange(-149, 128, dtype=np.float64).astype(np.float32)

@@ -50,15 +50,36 @@ def test_softmax_stashes_the_exp() -> None:
     assert isinstance(s.twin, Op) and s.twin.op == "exp"
     loads = [a for a in s.twin.args[0].args if isinstance(a, Load)]  # type: ignore[attr-defined]
     assert loads[0].index == (Affine.var("d0"), Affine.var("d1"))
-    # The reduction loop stores into the output too: two stores to memory instead of one.
+    # The reduction loop stores into the output too: two stores to memory instead of one, and
+    # one exp per element instead of two.
     assert buffer_stores(softmax_kernel()) == 2
     assert buffer_stores(recomputing_softmax()) == 1
+    assert exp_reductions(softmax_kernel()) == 1
+    assert exp_reductions(recomputing_softmax()) == 2
+
+
+def first_run_lines(k: Kernel) -> list[str]:
+    """The kernel's IR outside the loops that run again when an exp argument was beyond the
+    fast path (blocks labelled ``*.again.*``, emit.KernelEmitter.loop)."""
+    out, again = [], False
+    for ln in module_ir(k, "stores").splitlines():
+        if ln and not ln[0].isspace() and ln.rstrip().endswith(":"):
+            again = ".again." in ln
+        elif not again:
+            out.append(ln)
+    return out
 
 
 def buffer_stores(k: Kernel) -> int:
     """Stores to buffers in the kernel's IR (loop state lives in typed allocas, float*)."""
     return sum(ln.lstrip().startswith("store float") and ", ptr " in ln
-               for ln in module_ir(k, "stores").splitlines())
+               for ln in first_run_lines(k))
+
+
+def exp_reductions(k: Kernel) -> int:
+    """f32 exps in the kernel's IR: each reduces its argument by ln 2 with one fma by log2(e)."""
+    return sum("@\"llvm.fma.f32\"" in ln and "0x3ff7154760000000" in ln
+               for ln in first_run_lines(k))
 
 
 def _row_kernel(value: Node, domain: tuple[str, ...] = ("N", "D")) -> Kernel:

@@ -114,6 +114,9 @@ class IR:
         # An i8 slot, set by a kernel emitter: f32 sin and cos then take their inline fast path
         # and set it for arguments beyond its range; the kernel then reruns precisely.
         self.trig_flag: ir.Value | None = None
+        # An i32 slot, set by a kernel emitter around a loop it can run again: f32 exp then
+        # takes its fast path and keeps the largest |x|'s bits there (mathlib.exp).
+        self.exp_guard: ir.Value | None = None
 
     def const(self, ty: ir.Type, value: float | int | bool) -> ir.Constant:
         """``value`` as a constant of ``ty`` (splatted when ``ty`` is a vector)."""

@@ -165,8 +165,9 @@ REDUCE_KINDS = ("sum", "prod", "max", "min")
 class Reduce(Node):
     """Fold ``body`` over the loops ``vars`` (name, extent) with ``kind``.
 
-    Float sums are reassociated (vectorized) and accumulated in f64 for f32 inputs; that is an
-    approximate transformation, like NumPy's own pairwise order.
+    Float sums are reassociated (vectorized); f32 ones add blocks in f32 and the block sums in
+    f64 (emit.F32_SUM_BLOCK); that is an approximate transformation, like NumPy's own pairwise
+    order.
     """
 
     kind: str
