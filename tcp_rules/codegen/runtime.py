@@ -148,7 +148,7 @@ class CompiledFunc:
                 times: int) -> None:
         raw, arena = lay.take_arena()
         try:
-            slots = (ctypes.c_int64 * lay.nslots)(*[a.ctypes.data for a in arrays],
+            slots = (ctypes.c_int64 * lay.nslots)(*[_address(a) for a in arrays],
                                                    *[res[i].ctypes.data for i in self.results],
                                                    arena)
             self._entry(self._pool, lay.address, slots, self.threads, 0, lay.nsteps, times,
@@ -205,6 +205,25 @@ class CompiledFunc:
         return {i: given[i] if i in given else
                 np.empty(inst.shapes[i], dtype=self.plan.buffers[i].dtype.np_dtype)
                 for i in self.results}
+
+
+# Data addresses of arrays seen before, by id: ``a.ctypes.data`` costs ~1-2 us, a third of a
+# many-input call's host time, and weights come back call after call. The weak reference says
+# the array is the same object, and while it exists NumPy refuses to resize the array in place
+# (``resize`` checks for weak references); only ``resize(refcheck=False)`` gets past that, and
+# then the shape changes, which is compared too.
+_addresses: dict[int, tuple[weakref.ref[np.ndarray], tuple[int, ...], int]] = {}
+
+
+def _address(a: np.ndarray) -> int:
+    got = _addresses.get(id(a))
+    if got is not None and got[0]() is a and got[1] == a.shape:
+        return got[2]
+    addr = int(a.ctypes.data)
+    if len(_addresses) > 4096:
+        _addresses.clear()
+    _addresses[id(a)] = (weakref.ref(a), a.shape, addr)
+    return addr
 
 
 def _check_shapes(func: Func, env: dict[str, int]) -> None:
