@@ -196,3 +196,23 @@ def test_a_forked_child_gets_a_fresh_pool() -> None:
     ok = q.get(timeout=60)
     p.join(timeout=60)
     assert ok and p.exitcode == 0
+
+
+def test_cached_input_addresses_follow_the_arrays() -> None:
+    f = tb.FuncBuilder("plus1")
+    x = f.param("x", "f32[N]")
+    f.ret(tb.add(x, 1.0))
+    cf = compile_func(f.finish(), threads=1)
+    a = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(cf(a)[0], a + 1)
+    with pytest.raises(ValueError):  # the cache's weak reference keeps the address valid
+        a.resize(16)
+    a[:] = 5
+    np.testing.assert_array_equal(cf(a)[0], np.full(8, 6, np.float32))
+    for n in range(20):  # new arrays, some of which reuse freed ids
+        b = np.full(8, n, dtype=np.float32)
+        np.testing.assert_array_equal(cf(b)[0], b + 1)
+        del b
+    c = np.arange(8, dtype=np.float32)
+    c.resize(16, refcheck=False)  # past NumPy's check: the shape changed, the address too
+    np.testing.assert_array_equal(cf(c)[0], c + 1)
