@@ -37,6 +37,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from tcp_rules.diagnostics import Diagnostic, TcpError
+from tcp_rules.diskcache import cache_dir  # re-exported: jit.cache_dir
 from tcp_rules.ops import OPS
 
 _MAGIC = b"TCPK1\n"
@@ -223,15 +224,6 @@ def cache_key(kernel_text: str) -> str:
     current one: strategies differ per target, and so do the symbols derived from the key)."""
     text = f"{fingerprint()}\n{target().key()}\n{kernel_text}"
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def cache_dir() -> Path:
-    """Where compiled kernels are kept: $TCPR_CACHE_DIR, else the user's cache directory."""
-    env = os.environ.get("TCPR_CACHE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "tcp-rules"
 
 
 def _optimize(ir_text: str, vectorize: bool, t: Target, jit: bool = True

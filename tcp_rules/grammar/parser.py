@@ -4,6 +4,7 @@ and syntax errors turned into positioned diagnostics with hints."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import stat
 from collections.abc import Callable
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lark import Lark, Token, Transformer, v_args
+from lark import __version__ as lark_version
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from tcp_rules.diagnostics import Source, Span, TcpError
@@ -22,9 +24,33 @@ MAX_SOURCE_BYTES = 8 * 1024 * 1024
 
 @functools.cache
 def grammar(name: str, start: str) -> Lark:
-    """The LALR parser for ``name``.lark (built once per process)."""
+    """The LALR parser for ``name``.lark (built once per process, its tables kept on disk).
+
+    Building the tables costs ~0.4 s (strict mode checks every pair of terminals for
+    collisions), so lark's own cache keeps them under the cache root: lark checks that the
+    grammar, its imports, the options and lark's version are the ones the file was made from,
+    and rebuilds it otherwise, or when it cannot be read.
+    """
     return Lark.open(str(GRAMMAR_DIR / f"{name}.lark"), start=start, parser="lalr",
-                     propagate_positions=True, maybe_placeholders=False, strict=True)
+                     propagate_positions=True, maybe_placeholders=False, strict=True,
+                     cache=_grammar_cache(name, start))
+
+
+def _grammar_cache(name: str, start: str) -> str | bool:
+    """The file lark keeps ``name``'s parser in; False when the cache cannot be written."""
+    from tcp_rules.diskcache import cache_dir
+
+    # the grammars' text in the name: two versions of tcp-rules sharing a cache each keep
+    # their own file, instead of rebuilding the other's in turn
+    h = hashlib.sha256(lark_version.encode())
+    for f in sorted(GRAMMAR_DIR.glob("*.lark")):
+        h.update(f.read_bytes())
+    folder = cache_dir() / "grammar"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return str(folder / f"{name}-{start}-{h.hexdigest()[:16]}.lark")
 
 
 def span_of(source: Source, item: Any) -> Span:
