@@ -16,9 +16,12 @@ from tcp_rules.grammar import ast
 from tcp_rules.grammar.parser import parse_rule_file, read_source
 from tcp_rules.resources import rules_dir
 from tcp_rules.rules.families import expand
+from tcp_rules.rules.libcache import cached_library
 from tcp_rules.rules.model import Rule
 from tcp_rules.rules.resolve import resolve_rule
 from tcp_rules.rules.typecheck import TypeCheckResult, check_examples, check_types
+
+TYPE_BUDGET = 10_000  # shape checks per rule direction in the type-preservation check
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,7 @@ class Loader:
 
 
 def load_rules(paths: Sequence[str | Path], *, check: bool = True,
-               type_budget: int = 10_000) -> RuleLibrary:
+               type_budget: int = TYPE_BUDGET) -> RuleLibrary:
     """Load, resolve and check rule files (directories are searched for *.tcpr).
 
     Raises TcpError listing every problem found in any file.
@@ -165,7 +168,11 @@ def load_rules(paths: Sequence[str | Path], *, check: bool = True,
 
 
 def load_standard_library(check: bool = False) -> RuleLibrary:
-    """The bundled standard rule library (checked by the test suite and ``tcpr check``)."""
+    """The bundled standard rule library (checked by the test suite and ``tcpr check``).
+
+    Kept in memory for the process, and on disk (rules.libcache) across processes: it is
+    loaded from its files once per version of them and of the code that reads them.
+    """
     files = standard_library_files()
     stamp = tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files)
     return _load_cached(stamp, check)
@@ -173,7 +180,9 @@ def load_standard_library(check: bool = False) -> RuleLibrary:
 
 @functools.lru_cache(maxsize=4)
 def _load_cached(stamp: tuple[tuple[str, int, int], ...], check: bool) -> RuleLibrary:
-    return load_rules(standard_library_files(), check=check)
+    files = standard_library_files()
+    return cached_library(files, check, TYPE_BUDGET,
+                          lambda: load_rules(files, check=check, type_budget=TYPE_BUDGET))
 
 
 def standard_rule_file(name: str) -> Path | None:
