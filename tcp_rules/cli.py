@@ -11,50 +11,22 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from tcp_rules import __version__
-from tcp_rules.benchsuites import optimizer_suite, verifier_suite
-from tcp_rules.demo import run_demo
 from tcp_rules.diagnostics import Diagnostic, TcpError
-from tcp_rules.egraph.saturate import Limits, check_schedule, parse_schedule
-from tcp_rules.egraph.scheduler import Backoff
-from tcp_rules.extract.cost import RooflineCost, with_sizes
-from tcp_rules.frontends import render_imported
-from tcp_rules.inputs import (
-    load_inputs,
-    random_inputs,
-    save_arrays,
-    save_results,
-    write_atomically,
-)
-from tcp_rules.interpret import bind_symbols
-from tcp_rules.ir import Func
-from tcp_rules.kernels import KernelInfo, kernel_infos
-from tcp_rules.ops import OPS
-from tcp_rules.optimize import OptOptions
-from tcp_rules.pipeline import (
-    ENGINES,
-    OPT_STAGES,
-    PROGRAM_STAGES,
-    EmitStop,
-    Emitter,
-    emit_kernels,
-    load_program,
-    optimize_func,
-    run_func,
-    select_func,
-)
-from tcp_rules.printer import print_func
-from tcp_rules.progress import Progress, saturation_progress
-from tcp_rules.rules.library import RuleLibrary, load_rules, standard_rule_file
-from tcp_rules.rules.model import CLASSES
-from tcp_rules.rules.printer import format_guards, format_rules
-from tcp_rules.userrules import choose_rules
-from tcp_rules.verify import PROFILES, Verdict, verify_rules
-from tcp_rules.verify.report import format_verdict, report_json
+
+# Each command imports what it needs when it runs (and each subcommand's arguments are added
+# when it is chosen), so that `tcpr --help` and `tcpr check` never load egglog, llvmlite or
+# hypothesis: start-up time is most of a small command's time (benchmarks/README.md, startup).
+if TYPE_CHECKING:
+    import numpy as np
+
+    from tcp_rules.ir import Func
+    from tcp_rules.kernels import KernelInfo
+    from tcp_rules.optimize import OptOptions
+    from tcp_rules.rules.library import RuleLibrary
+    from tcp_rules.verify import Verdict
 
 
 def _sizes(items: Sequence[str]) -> dict[str, int]:
@@ -71,7 +43,7 @@ def _expand(paths: Sequence[str]) -> list[Path]:
     files: list[Path] = []
     for name in paths:
         p = Path(name)
-        std = None if p.exists() else standard_rule_file(name)
+        std = None if p.exists() else _standard_rule_file(name)
         if std is not None:  # 'algebra': a file of the standard library
             files.append(std)
         elif p.is_dir():
@@ -84,7 +56,15 @@ def _expand(paths: Sequence[str]) -> list[Path]:
     return files
 
 
+def _standard_rule_file(name: str) -> Path | None:
+    from tcp_rules.rules.library import standard_rule_file  # loads the rule modules
+
+    return standard_rule_file(name)
+
+
 def _rule_json(lib: RuleLibrary) -> str:
+    from tcp_rules.rules.printer import format_guards
+
     rows = []
     for r in lib.rules:
         cov = lib.coverage.get(r.name)
@@ -98,6 +78,9 @@ def _rule_json(lib: RuleLibrary) -> str:
 
 def check_rule_files(args: argparse.Namespace, paths: list[Path]) -> bool:
     """Check rule files together (imports and duplicate names span files); True if clean."""
+    from tcp_rules.rules.library import load_rules
+    from tcp_rules.rules.printer import format_rules
+
     try:
         lib = load_rules(paths)
     except TcpError as e:
@@ -117,6 +100,9 @@ def check_rule_files(args: argparse.Namespace, paths: list[Path]) -> bool:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from tcp_rules.pipeline import EmitStop, Emitter, load_program
+    from tcp_rules.progress import Progress
+
     files = _expand(args.files)
     rule_files = [p for p in files if p.suffix == ".tcpr"]
     programs = [p for p in files if p.suffix != ".tcpr"]
@@ -147,6 +133,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _describe(name: str, a: np.ndarray) -> str:
+    import numpy as np
+
     body = np.array2string(a, threshold=12, edgeitems=2, precision=5, separator=", ")
     return f"{name}: {a.dtype}{list(a.shape)} = {body}"
 
@@ -163,6 +151,10 @@ def _dims(items: Sequence[str]) -> dict[str, int | str]:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from tcp_rules.frontends import render_imported
+    from tcp_rules.inputs import save_arrays, write_atomically
+    from tcp_rules.pipeline import load_program
+
     imported = load_program(args.model, dims=_dims(args.dim))
     if not args.out:
         print(render_imported(imported, args.model), end="")
@@ -179,6 +171,21 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from tcp_rules.egraph.saturate import check_schedule
+    from tcp_rules.extract.cost import with_sizes
+    from tcp_rules.inputs import load_inputs, random_inputs, save_results
+    from tcp_rules.interpret import bind_symbols
+    from tcp_rules.pipeline import (
+        EmitStop,
+        Emitter,
+        emit_kernels,
+        load_program,
+        optimize_func,
+        run_func,
+        select_func,
+    )
+    from tcp_rules.progress import saturation_progress
+
     emit = Emitter(args.emit)
     inputs: list[np.ndarray] | None = None
     try:
@@ -224,11 +231,19 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from tcp_rules.demo import run_demo
+
     run_demo(_sizes(args.size), args.seed)
     return 0
 
 
 def _opt_options(args: argparse.Namespace) -> OptOptions:
+    from tcp_rules.egraph.saturate import Limits, parse_schedule
+    from tcp_rules.egraph.scheduler import Backoff
+    from tcp_rules.extract.cost import RooflineCost
+    from tcp_rules.optimize import OptOptions
+    from tcp_rules.rules.model import CLASSES
+
     allow = tuple(c.strip() for c in args.allow.split(",") if c.strip())
     bad = [c for c in allow if c not in CLASSES]
     if bad:
@@ -249,11 +264,18 @@ def _opt_options(args: argparse.Namespace) -> OptOptions:
 
 
 def _rules(args: argparse.Namespace) -> RuleLibrary:
+    from tcp_rules.userrules import choose_rules
+
     return choose_rules(_expand(args.rules or []), stdlib=not args.no_stdlib,
                         verify=args.verify_rules)
 
 
 def cmd_opt(args: argparse.Namespace) -> int:
+    from tcp_rules.egraph.saturate import check_schedule
+    from tcp_rules.pipeline import EmitStop, Emitter, load_program, optimize_func, select_func
+    from tcp_rules.printer import print_func
+    from tcp_rules.progress import saturation_progress
+
     stage = {"program": "optimized"}.get(args.emit, args.emit)
     try:
         module = load_program(args.program, Emitter(stage), _dims(args.dim)).module
@@ -297,6 +319,11 @@ def cmd_opt(args: argparse.Namespace) -> int:
 
 def _kernels(func: Func, options: OptOptions, args: argparse.Namespace) -> list[KernelInfo]:
     """The kernels of an optimized func; with --run, timed on random inputs of --size."""
+    from tcp_rules.extract.cost import with_sizes
+    from tcp_rules.inputs import random_inputs
+    from tcp_rules.interpret import bind_symbols
+    from tcp_rules.kernels import kernel_infos
+
     if not args.run:
         return kernel_infos(func, options.cost)
     inputs = random_inputs(func, _sizes(args.size), default_size=args.default_size,
@@ -306,6 +333,11 @@ def _kernels(func: Func, options: OptOptions, args: argparse.Namespace) -> list[
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from tcp_rules.progress import Progress
+    from tcp_rules.rules.library import load_rules
+    from tcp_rules.verify import PROFILES, verify_rules
+    from tcp_rules.verify.report import format_verdict, report_json
+
     profile = PROFILES["thorough" if args.thorough else "default"]
     if args.examples is not None:
         if args.examples < 1:
@@ -332,6 +364,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
+    from tcp_rules.ops import OPS
+
     if args.json:
         rows = [{"name": op.name, "doc": op.doc, "category": op.category,
                  "operands": list(op.operands), "variadic": op.variadic,
@@ -350,6 +384,10 @@ def cmd_ops(args: argparse.Namespace) -> int:
 
 
 def _opt_arguments(p: argparse.ArgumentParser) -> None:
+    from tcp_rules.egraph.saturate import Limits
+    from tcp_rules.egraph.scheduler import Backoff
+    from tcp_rules.extract.cost import RooflineCost
+
     p.add_argument("--rules", nargs="+", metavar="FILE",
                    help="rule files or directories, used with the standard library (files of "
                         "the standard library may be named: 'algebra')")
@@ -403,15 +441,24 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise TcpError.at("only --suite peers takes several thread counts or --quick")
     args.threads = args.threads[0]
     if args.suite == "optimizer":
+        from tcp_rules.benchsuites import optimizer_suite
+
         print(optimizer_suite(args.json))
         return 0
     if args.suite == "verifier":
+        from tcp_rules.benchsuites import verifier_suite
+
         print(verifier_suite(args.json))
         return 0
     if args.suite == "cost":
         from tcp_rules.costfit import cost_suite  # imports scipy.optimize: only when asked
 
         print(cost_suite(args.json, args.repeats, threads=args.threads))
+        return 0
+    if args.suite == "startup":
+        from tcp_rules.benchstartup import startup_suite  # tcpr itself, in new processes
+
+        print(startup_suite(args.json, args.repeats))
         return 0
     if args.suite == "models":
         from tcp_rules.benchmodels import models_suite  # needs onnx: only when asked
@@ -430,7 +477,24 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage errors in the diagnostic style of every other error, with exit status 1."""
+    """Usage errors in the diagnostic style of every other error, with exit status 1.
+
+    A subcommand's parser gets its arguments (``arguments``) only when that subcommand is
+    chosen: their choices and defaults come from the modules the command runs, which the
+    others, and ``tcpr --help``, need not load.
+    """
+
+    def __init__(self, *args: Any,
+                 arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._arguments = arguments
+
+    def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:
+        if self._arguments is not None:
+            add, self._arguments = self._arguments, None
+            add(self)
+        return super().parse_known_args(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         hint = f"see '{self.prog} --help'"
@@ -455,15 +519,9 @@ def _thread_counts(text: str) -> tuple[int, ...]:
     return counts
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="tcpr", description="tcp-rules: tensor rewrite rules, equality saturation and "
-        "fast kernels for TCP programs (progress lines on stderr when it is a terminal; "
-        "TCPR_PROGRESS=1 or 0 to force them on or off)")
-    parser.add_argument("--version", action="version", version=f"tcpr {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+def _check_arguments(p: argparse.ArgumentParser) -> None:
+    from tcp_rules.pipeline import PROGRAM_STAGES
 
-    p = sub.add_parser("check", help="parse and check programs and rule files")
     p.add_argument("files", nargs="+", help=".tcp and .tcpr files, or directories (files of "
                    "the standard library by name: 'algebra')")
     p.add_argument("--emit", choices=(*PROGRAM_STAGES, "rules"), help="print this stage")
@@ -472,14 +530,18 @@ def build_parser() -> argparse.ArgumentParser:
     _dim_argument(p)
     p.set_defaults(fn=cmd_check)
 
-    p = sub.add_parser("import", help="import a model (.onnx) as a TCP program")
+
+def _import_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="an ONNX model file")
     p.add_argument("-o", "--out", metavar="OUT.tcp",
                    help="write the program here, and its weights to OUT.weights.npz")
     _dim_argument(p)
     p.set_defaults(fn=cmd_import)
 
-    p = sub.add_parser("run", help="run a program on input arrays")
+
+def _run_arguments(p: argparse.ArgumentParser) -> None:
+    from tcp_rules.pipeline import ENGINES, OPT_STAGES, PROGRAM_STAGES
+
     p.add_argument("program")
     p.add_argument("--inputs", action="append", metavar="IN.npz",
                    help=".npz file with one array per parameter (repeat to combine files, "
@@ -499,12 +561,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print this stage and stop")
     p.set_defaults(fn=cmd_run)
 
-    p = sub.add_parser("demo", help="the main job on the bundled examples")
+
+def _demo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--size", action="append", default=[], metavar="SYM=N")
     p.set_defaults(fn=cmd_demo)
 
-    p = sub.add_parser("opt", help="optimize a program by equality saturation")
+
+def _opt_command_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("program")
     p.add_argument("--func", help="optimize only this func")
     _dim_argument(p)
@@ -523,10 +587,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=5, help="timed runs per kernel for --run")
     p.set_defaults(fn=cmd_opt)
 
-    p = sub.add_parser("bench", help="benchmarks: compiled code against NumPy and others")
+
+def _bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("cases", nargs="*", help="codegen cases to run (default: all)")
     p.add_argument("--suite", choices=("codegen", "optimizer", "verifier", "cost", "models",
-                                       "peers"), default="codegen")
+                                       "peers",
+                                       "startup"),
+                   default="codegen")
     p.add_argument("--repeats", type=int, default=7, help="timed runs per engine (median)")
     p.add_argument("--threads", type=_thread_counts, default=(1,), metavar="T[,T...]",
                    help="threads for every engine (several, comma-separated: --suite peers)")
@@ -534,7 +601,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_bench)
 
-    p = sub.add_parser("verify", help="check each rule's soundness class against NumPy")
+
+def _verify_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", help=".tcpr files or directories (files of the "
                    "standard library by name: 'algebra')")
     p.add_argument("--json", action="store_true", help="verdicts as JSON (schema 1)")
@@ -543,9 +611,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--thorough", action="store_true", help="ten times as many cases")
     p.set_defaults(fn=cmd_verify)
 
-    p = sub.add_parser("ops", help="list the op table")
+
+def _ops_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_ops)
+
+
+COMMANDS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None]], ...] = (
+    ("check", "parse and check programs and rule files", _check_arguments),
+    ("import", "import a model (.onnx) as a TCP program", _import_arguments),
+    ("run", "run a program on input arrays", _run_arguments),
+    ("demo", "the main job on the bundled examples", _demo_arguments),
+    ("opt", "optimize a program by equality saturation", _opt_command_arguments),
+    ("bench", "benchmarks: compiled code against NumPy and others", _bench_arguments),
+    ("verify", "check each rule's soundness class against NumPy", _verify_arguments),
+    ("ops", "list the op table", _ops_arguments),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="tcpr", description="tcp-rules: tensor rewrite rules, equality saturation and "
+        "fast kernels for TCP programs (progress lines on stderr when it is a terminal; "
+        "TCPR_PROGRESS=1 or 0 to force them on or off)")
+    parser.add_argument("--version", action="version", version=f"tcpr {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, help_text, arguments in COMMANDS:
+        sub.add_parser(name, help=help_text, arguments=arguments)
     return parser
 
 

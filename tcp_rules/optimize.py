@@ -14,7 +14,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tcp_rules.diagnostics import Source, TcpError
 from tcp_rules.egraph.report import RunReport
@@ -36,7 +36,9 @@ from tcp_rules.extract.snapshot import snapshot
 from tcp_rules.ir import Func, rebind_params
 from tcp_rules.printer import print_func
 from tcp_rules.rules.model import Rule
-from tcp_rules.verify.translation import Validation
+
+if TYPE_CHECKING:  # the verify package loads hypothesis: only validation needs it
+    from tcp_rules.verify.translation import Validation
 
 GRACE = 0.05  # the child is killed at the time limit plus this fraction (+10% in all)
 PROGRESS_EVERY = 0.25  # of the time limit: how often a fallback program is extracted

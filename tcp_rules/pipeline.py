@@ -11,13 +11,11 @@ import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tcp_rules.diagnostics import Source, TcpError
-from tcp_rules.egraph.encode import Tables
-from tcp_rules.egraph.saturate import build_text
 from tcp_rules.elaborate import elaborate
 from tcp_rules.frontends import Imported
 from tcp_rules.grammar.ast import format_ast
@@ -25,11 +23,12 @@ from tcp_rules.grammar.parser import parse_program, read_source
 from tcp_rules.interpret import bind_symbols, evaluate
 from tcp_rules.ir import Func, Module
 from tcp_rules.memory import check_run
-from tcp_rules.optimize import OptOptions, OptResult, optimize, select_rules
 from tcp_rules.printer import print_func, print_module
-from tcp_rules.rules.model import Rule
-from tcp_rules.verify.blame import minimal_rules
-from tcp_rules.verify.translation import Validation, fired_rules, validate
+
+if TYPE_CHECKING:  # the optimizer's stages load egglog: imported when a program is optimized
+    from tcp_rules.optimize import OptOptions, OptResult
+    from tcp_rules.rules.model import Rule
+    from tcp_rules.verify.translation import Validation
 
 PROGRAM_STAGES = ("ast", "program")
 OPT_STAGES = ("egglog", "report", "optimized", "kernels")
@@ -118,6 +117,10 @@ def optimize_func(func: Func, rules: Sequence[Rule], options: OptOptions,
     With ``validate``, the optimized program is run against the original (on ``inputs`` too,
     when given) and refused with an error naming the rules if it differs beyond its class.
     """
+    from tcp_rules.egraph.encode import Tables
+    from tcp_rules.egraph.saturate import build_text
+    from tcp_rules.optimize import optimize, select_rules
+
     emit = emit or Emitter()
     emit("egglog", lambda: build_text(func, select_rules(rules, options.allow), Tables(),
                                       options.schedule, options.algebra)[0])
@@ -135,6 +138,9 @@ def check_translation(result: OptResult, rules: Sequence[Rule], options: OptOpti
     """Translation validation of an optimizer result (verify.translation); when the optimized
     program changes an answer, raises a TcpError naming the fewest fired rules that still
     change it (verify.blame)."""
+    from tcp_rules.verify.blame import minimal_rules
+    from tcp_rules.verify.translation import fired_rules, validate
+
     fired = fired_rules(result.report.matches, rules)
     v = validate(result.original, result.func, fired, inputs)
     if not v.ok:

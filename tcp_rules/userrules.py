@@ -15,8 +15,6 @@ from tcp_rules.rules.library import (
     load_standard_library,
     load_with_standard_library,
 )
-from tcp_rules.verify import PROFILES, verify_rules
-from tcp_rules.verify.report import format_verdict
 
 
 def choose_rules(paths: Sequence[Path], *, stdlib: bool = True,
@@ -45,6 +43,9 @@ def choose_rules(paths: Sequence[Path], *, stdlib: bool = True,
                          hint=f"verify them with 'tcpr verify {files}', or pass --verify-rules "
                               f"to verify them before optimizing").render(), file=sys.stderr)
         return lib
+    from tcp_rules.verify import PROFILES, verify_rules  # hypothesis: only when verifying
+    from tcp_rules.verify.report import format_verdict
+
     with Progress("tcpr verify") as bar:
         verdicts = verify_rules(
             mine, PROFILES["default"], 0,

@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 import numpy as np
-import scipy.special
 
 from tcp_rules.ops.core import (
     AttrKind,
@@ -99,6 +98,13 @@ def round_half_away(x: np.ndarray) -> np.ndarray:
     """Round to nearest, ties away from zero (C's round), keeping -0.0 and NaN."""
     t = np.trunc(x)
     return np.where(np.abs(x - t) >= 0.5, t + np.copysign(np.ones_like(x), x), t)
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """The Gauss error function (SciPy's; imported on first use, as it takes ~0.4 s to load)."""
+    import scipy.special
+
+    return np.asarray(scipy.special.erf(x))
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
@@ -217,7 +223,7 @@ ELEMENTWISE_OPS: tuple[OpDef, ...] = (
     _unary("sin", np.sin, "sine", 15),
     _unary("cos", np.cos, "cosine", 15),
     _unary("atan", np.arctan, "arc tangent", 15),
-    _unary("erf", scipy.special.erf, "Gauss error function", 15),
+    _unary("erf", erf, "Gauss error function", 15),
     _unary("floor", np.floor, "round toward -inf", 1, traits=IDEMPOTENT),
     _unary("ceil", np.ceil, "round toward +inf", 1, traits=IDEMPOTENT),
     _unary("round", round_half_away, "round to nearest, ties away from zero", 2,
