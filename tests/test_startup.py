@@ -185,8 +185,9 @@ def test_entry_may_name_only_tcp_rules_classes(cache: Path, rule_file: Path) -> 
 
 
 def test_cli_and_library_imports() -> None:
-    """Importing the CLI and checking a program load none of the heavy packages; the code the
-    library cache's key covers (libcache.CODE) is all of the library's import closure."""
+    """Importing the CLI and checking a program load none of the heavy packages, saturation
+    only egglog's bindings; the code the library cache's key covers (libcache.CODE) is all of
+    the library's import closure."""
     script = f"""
 import json, sys
 import tcp_rules.rules.library
@@ -194,7 +195,14 @@ library = sorted(m for m in sys.modules if m.startswith("tcp_rules."))
 import tcp_rules.cli
 cli = sorted(sys.modules)
 code = tcp_rules.cli.main(["check", "-q", {str(example_path("softmax"))!r}])
-print(json.dumps({{"library": library, "cli": cli, "check": sorted(sys.modules), "code": code}}))
+check = sorted(sys.modules)
+import tcp_rules.egraph.saturate
+saturate = sorted(sys.modules)
+import egglog
+from egglog import bindings
+shared = bindings is tcp_rules.egraph.saturate.bindings and hasattr(egglog, "EGraph")
+print(json.dumps({{"library": library, "cli": cli, "check": check, "code": code,
+                  "saturate": saturate, "shared": shared}}))
 """
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
@@ -204,6 +212,10 @@ print(json.dumps({{"library": library, "cli": cli, "check": sorted(sys.modules),
     for stage in ("cli", "check"):
         loaded = {m.split(".")[0] for m in found[stage]}
         assert not loaded & set(HEAVY), f"{stage} imported {sorted(loaded & set(HEAVY))}"
+    # saturation loads egglog's bindings alone; egglog's Python API loads later around them
+    assert "egglog.bindings" in found["saturate"] and "egglog" not in found["saturate"]
+    assert not {m.split(".")[0] for m in found["saturate"]} & {"black", "hypothesis"}
+    assert found["shared"]
     covered = {p.resolve() for p in libcache.code_files()}
     package = Path(libcache.__file__).resolve().parent.parent
     for module in found["library"]:

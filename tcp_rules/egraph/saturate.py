@@ -21,9 +21,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from egglog import bindings
-
 from tcp_rules.diagnostics import TcpError
+from tcp_rules.egraph.bindings import bindings
 from tcp_rules.egraph.encode import (
     INT_ZERO_SUFFIX,
     Tables,

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from egglog import bindings
-
+from tcp_rules.egraph.bindings import bindings
 from tcp_rules.egraph.schema import OP_OF_CONSTRUCTOR
 from tcp_rules.egraph.tables import NONE_BOUND, BigInt, Tables, bits_scalar
 from tcp_rules.ops import AttrKind, OpDef
