@@ -10,13 +10,15 @@ rebuilt in place, so the cache keeps one entry per library location and options.
 
 The format is a pickle behind a magic line and a sha256 of the payload. Ops are stored by name
 and looked up in the op table when loaded (their functions do not pickle), and the unpickler
-builds only classes of tcp-rules, ``pathlib`` paths and that op lookup: an entry can name no
-other callable. Anything that fails (a checksum, an unpickling error, a loaded value that is not
-a RuleLibrary) counts as a miss.
+builds only tcp-rules' dataclasses and enums, ``pathlib`` paths and that op lookup: an entry
+can name no other callable. Anything that fails (a checksum, an unpickling error, a loaded
+value that is not a RuleLibrary) counts as a miss.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import hashlib
 import io
 import pickle
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tcp_rules.diskcache import cache_dir, read_entry, write_entry
+from tcp_rules.ops import OPS, OpDef
 
 if TYPE_CHECKING:
     from tcp_rules.rules.library import RuleLibrary
@@ -115,17 +118,13 @@ def _dump(lib: RuleLibrary) -> bytes | None:
     return buf.getvalue()
 
 
-def op_named(name: str) -> Any:
+def op_named(name: str) -> OpDef:
     """The op table's op ``name`` (how entries refer to ops)."""
-    from tcp_rules.ops import OPS
-
     return OPS[name]
 
 
 class _Pickler(pickle.Pickler):
     def reducer_override(self, obj: Any) -> Any:
-        from tcp_rules.ops import OPS, OpDef
-
         if isinstance(obj, OpDef):
             if OPS.get(obj.name) is not obj:  # not the table's own op: cannot be named
                 raise pickle.PicklingError(f"op {obj.name} is not the op table's")
@@ -134,14 +133,16 @@ class _Pickler(pickle.Pickler):
 
 
 class _Unpickler(pickle.Unpickler):
-    """Builds only tcp-rules classes, pathlib paths and :func:`op_named`."""
+    """Builds only tcp-rules dataclasses and enums, pathlib paths and :func:`op_named`: a
+    forged entry can name no function and no class that does anything when made."""
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) == (__name__, "op_named"):
             return op_named
         if module.startswith("tcp_rules.") or (module, name) in _PATHS:
             found = super().find_class(module, name)
-            if isinstance(found, type):
+            if isinstance(found, type) and (dataclasses.is_dataclass(found)
+                                            or issubclass(found, (enum.Enum, Path))):
                 return found
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a rule cache entry")
 
