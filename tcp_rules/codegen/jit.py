@@ -23,7 +23,6 @@ import ctypes
 import ctypes.util
 import hashlib
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,6 +35,7 @@ from pathlib import Path
 import llvmlite
 import llvmlite.binding as llvm
 
+from tcp_rules import diskcache
 from tcp_rules.diagnostics import Diagnostic, TcpError
 from tcp_rules.diskcache import cache_dir  # re-exported: jit.cache_dir
 from tcp_rules.ops import OPS
@@ -283,30 +283,12 @@ def _entry_path(key: str) -> Path:
 
 def read_entry(key: str) -> bytes | None:
     """The cached object for ``key``, or None if absent or failing its checksum."""
-    try:
-        data = _entry_path(key).read_bytes()
-    except OSError:
-        return None
-    head = len(_MAGIC) + 32
-    if len(data) < head or not data.startswith(_MAGIC):
-        return None
-    payload = data[head:]
-    if hashlib.sha256(payload).digest() != data[len(_MAGIC):head]:
-        return None
-    return payload
+    return diskcache.read_entry(_entry_path(key), _MAGIC)
 
 
 def write_entry(key: str, obj: bytes) -> None:
     """Store ``obj`` atomically; a cache that cannot be written is skipped silently."""
-    path = _entry_path(key)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(_MAGIC + hashlib.sha256(obj).digest() + obj)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    diskcache.write_entry(_entry_path(key), _MAGIC, obj)
 
 
 class _Engine:
