@@ -19,7 +19,8 @@ machine has more), with every engine told to use T threads.
   tcpr out=  the same program writing into preallocated arrays (out=), as a caller in a loop
   numpy      the computation written in NumPy (SciPy's erf): single-threaded but for matmul
              (OpenBLAS, T threads)
-  onnxrt     onnxruntime on the same ONNX graph: intra-op threads T, inter-op 1, every graph
+  onnxrt     onnxruntime on the same ONNX graph: intra-op threads T (no spinning between
+             runs, which would hold a core the next engine needs), inter-op 1, every graph
              optimization; weights are initializers it may prepack
   jax        jax.jit of the same computation, weights as arguments; T from the CPU pinning
              (XLA has no thread-count setting)
