@@ -38,6 +38,25 @@ def _fields(prefix: str = "") -> str:
                      for n, off in names.items())
 
 
+def _watch(name: str, entry: str, ptr: str, test: str, ready: str, timeout: str,
+           pause: str) -> str:
+    """Blocks that load the word at ``ptr`` up to SPIN times, a pause hint between looks, and
+    go to ``ready`` once ``test`` (an icmp with ``{v}`` for the word) holds, else ``timeout``."""
+    cond = test.format(v=f"%{name}.v")
+    return f"""{name}:
+  %{name}.k = phi i64 [0, %{entry}], [%{name}.k1, %{name}.next]
+  %{name}.v = load atomic i64, ptr {ptr} acquire, align 8
+  %{name}.ok = icmp {cond}
+  br i1 %{name}.ok, label %{ready}, label %{name}.more
+{name}.more:
+  %{name}.left = icmp slt i64 %{name}.k, {SPIN}
+  br i1 %{name}.left, label %{name}.next, label %{timeout}
+{name}.next:
+{pause}
+  %{name}.k1 = add i64 %{name}.k, 1
+  br label %{name}"""
+
+
 def pool_ir(arch: str) -> str:
     """The pool's functions, ``tcpr_pool_init(state)`` and ``tcpr_parallel``, for a CPU of
     architecture ``arch`` (its spin-wait hint)."""
@@ -89,16 +108,7 @@ wait:                                     ; holds the mutex
 spin.start:                               ; a job often follows soon: watch for it a while
   call i32 @pthread_mutex_unlock(ptr %m)
   br label %spin
-spin:
-  %k = phi i64 [0, %spin.start], [%k1, %spin.body]
-  %kdone = icmp sge i64 %k, {SPIN}
-  br i1 %kdone, label %spin.end, label %spin.body
-spin.body:
-{pause}
-  %gs = load atomic i64, ptr %genp acquire, align 8
-  %k1 = add i64 %k, 1
-  %changed = icmp ne i64 %gs, %seen
-  br i1 %changed, label %spin.end, label %spin
+{_watch("spin", "spin.start", "%genp", "ne i64 {v}, %seen", "spin.end", "spin.end", pause)}
 spin.end:
   call i32 @pthread_mutex_lock(ptr %m)
   %g2 = load i64, ptr %genp
@@ -209,17 +219,8 @@ run:
   call void %fn(ptr %ctx, i64 %c, i64 0)
   br label %take
 join:                                     ; the last chunks are short: watch, then sleep
-  %jk = phi i64 [0, %take], [%jk1, %join.spin]
-  %jd = load atomic i64, ptr %donep acquire, align 8
-  %jall = icmp sge i64 %jd, %parts
-  br i1 %jall, label %release, label %join.more
-join.more:
-  %jmore = icmp slt i64 %jk, {SPIN}
-  br i1 %jmore, label %join.spin, label %join.lock
-join.spin:
-{pause}
-  %jk1 = add i64 %jk, 1
-  br label %join
+  br label %join.watch
+{_watch("join.watch", "join", "%donep", "sge i64 {v}, %parts", "release", "join.lock", pause)}
 join.lock:
   call i32 @pthread_mutex_lock(ptr %m)
   br label %joinloop

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tcp_rules.codegen.jit import Target
 from tcp_rules.codegen.kernel import MatmulKernel
 from tcp_rules.codegen.matmul import MC, tile_shape
 from tcp_rules.codegen.plan import Instance, Plan
@@ -253,7 +254,6 @@ class Layout:
     prog: np.ndarray  # int64: header, buffer table, step records, argument lists
     arena_bytes: int
     nslots: int  # inputs, then results, then the arena
-    max_args: int
     _free: list[np.ndarray] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -317,7 +317,7 @@ class _Arena:
 
 
 def layout(plan: Plan, inst: Instance, addrs: list[tuple[int, int]], threads: int,
-           target: object) -> Layout:
+           target: Target) -> Layout:
     """The runner's table for ``inst``: ``addrs`` holds each step's kernel (and pack) address;
     ``target`` is the one the kernels were compiled for (it decides matmul tiles)."""
     nparams = sum(b.kind == "param" for b in plan.buffers)
@@ -362,7 +362,7 @@ def layout(plan: Plan, inst: Instance, addrs: list[tuple[int, int]], threads: in
         if isinstance(st.kernel, MatmulKernel):
             assert si.matmul is not None
             batch, m, kk, n = si.matmul
-            mr, nr, _ = tile_shape(st.kernel.buffers[0].dtype, target)  # type: ignore[arg-type]
+            mr, nr, _ = tile_shape(st.kernel.buffers[0].dtype, target)
             item = st.kernel.buffers[0].dtype.np_dtype.itemsize
             npan = -(-n // nr)
             packed = (batch * npan * kk * nr + batch * npan) * item  # panels, then max |b|
@@ -395,5 +395,5 @@ def layout(plan: Plan, inst: Instance, addrs: list[tuple[int, int]], threads: in
         words += args
         at += len(args)
     prog = np.array(words, dtype=np.int64)
-    return Layout(prog, arena.size, arena_slot + 1, max((len(a) for a in arglists), default=1))
+    return Layout(prog, arena.size, arena_slot + 1)
 

@@ -132,17 +132,9 @@ class CompiledFunc:
     def profile(self, *arrays: np.ndarray, repeats: int = 5) -> list[float]:
         """Median seconds of each kernel step over ``repeats`` runs (after one warm-up run),
         timed inside the native entry."""
-        inst = self._validated(arrays)
-        lay = self._layout(inst)
-        res = self._results(arrays, inst, None)
-        ticks = np.zeros(max(1, lay.nsteps), dtype=np.int64)
-        times: list[list[float]] = [[] for _ in self.steps]
-        for r in range(repeats + 1):
-            self._launch(lay, arrays, res, ticks.ctypes.data)
-            if r:
-                for k, t in enumerate(ticks[:lay.nsteps]):
-                    times[k].append(1e-9 * int(t))
-        return [statistics.median(ts) for ts in times]
+        self.timed(*arrays)
+        runs = [self.timed(*arrays)[2] for _ in range(repeats)]
+        return [statistics.median(ts) for ts in zip(*runs, strict=True)]
 
     def _launch(self, lay: Layout, arrays: Sequence[np.ndarray], res: dict[int, np.ndarray],
                 times: int) -> None:
