@@ -43,8 +43,9 @@ from tcp_rules.types import Dim, DType
 
 ndarray = TracedArray  # what annotations in user code may name
 
-# How NumPy code spells each op of the op table (tests check every op is here or in
-# NOT_EXPOSED, and that each spelling traces to its op).
+# How NumPy code spells each op of the op table, with x and y f32[3, 4] arrays, c a boolean
+# one, i an integer one (a test checks that every op is here or in NOT_EXPOSED, and that each
+# spelling traces to its op).
 OP_SPELLINGS = {
     "neg": "-x", "abs": "abs(x)", "exp": "exp(x)", "log": "log(x)", "sqrt": "sqrt(x)",
     "tanh": "tanh(x)", "sin": "sin(x)", "cos": "cos(x)", "atan": "arctan(x)",
@@ -53,11 +54,12 @@ OP_SPELLINGS = {
     "div": "x / y", "max": "maximum(x, y)", "min": "minimum(x, y)", "pow": "x ** y",
     "atan2": "arctan2(x, y)", "eq": "x == y", "ne": "x != y", "lt": "x < y", "le": "x <= y",
     "gt": "x > y", "ge": "x >= y", "select": "where(c, x, y)", "cast": "x.astype(dtype)",
-    "splat": "full_like(x, v)", "dense": "a NumPy array constant", "broadcast": "x + y",
+    "splat": "full_like(x, v)", "dense": "x + asarray([1.0, 2.0, 3.0, 4.0])",
+    "broadcast": "x + y[0]",
     "transpose": "transpose(x)", "reshape": "reshape(x, shape)", "slice": "x[1:3]",
-    "concat": "concatenate([x, y])", "gather": "take(x, i, axis, mode='clip')",
+    "concat": "concatenate([x, y])", "gather": "take(x, i, axis=1, mode='clip')",
     "pad": "pad(x, width)", "reduce_sum": "sum(x, axis)", "reduce_prod": "prod(x, axis)",
-    "reduce_max": "max(x, axis)", "reduce_min": "min(x, axis)", "matmul": "x @ y",
+    "reduce_max": "max(x, axis)", "reduce_min": "min(x, axis)", "matmul": "x @ y.T",
 }
 NOT_EXPOSED = {
     "rsqrt": "NumPy has no rsqrt; 1 / sqrt(x) may become it through the rules",

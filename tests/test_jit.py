@@ -1,0 +1,289 @@
+"""``@tcp_rules.jit`` on functions written with tcp_rules.numpy: results against NumPy's, the
+per-signature cache, NumPy's typing rules made explicit, and errors at the user's line.
+
+Results are compared with NumPy's own evaluation of the same function within a bound derived
+from the computation (tests/numerics.py): NumPy's result is within E(traced program) of the
+exact one and the compiled optimized program within E(optimized program), so the two are within
+the sum (the optimizer's rules hold over the reals).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from codegen.support import tcpr_cache  # noqa: F401
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numerics import assert_within, error_bounds
+
+import tcp_rules
+import tcp_rules.numpy as tnp
+from tcp_rules.diagnostics import TcpError
+from tcp_rules.ops import OPS
+from tcp_rules.printer import print_func
+from tcp_rules.rules.library import load_standard_library
+from tcp_rules.tracing.jitted import Jitted
+
+ROOT = Path(__file__).parent.parent
+
+
+def softmax(x: Any) -> Any:
+    e = tnp.exp(x - tnp.max(x, axis=-1, keepdims=True))
+    return e / tnp.sum(e, axis=-1, keepdims=True)
+
+
+def layernorm(x: Any, g: Any, b: Any, eps: float = 1e-5) -> Any:
+    mu = tnp.mean(x, axis=-1, keepdims=True)
+    d = x - mu
+    var = tnp.mean(d * d, axis=-1, keepdims=True)
+    return d / tnp.sqrt(var + eps) * g + b
+
+
+def np_softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def np_layernorm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float = 1e-5) -> np.ndarray:
+    mu = np.mean(x, axis=-1, keepdims=True)
+    d = x - mu
+    var = np.mean(d * d, axis=-1, keepdims=True)
+    return d / np.sqrt(var + eps) * g + b
+
+
+def assert_matches(f: Jitted, args: tuple[Any, ...], want: Any) -> None:
+    """``f(*args)`` is within E(traced) + E(optimized) of NumPy's ``want``, dtype and shape
+    included."""
+    got = f(*args)
+    spec = f.specialization(*args)
+    arrays = [args[i] for i in spec.arrays]
+    _, e_traced = error_bounds(spec.traced, arrays)
+    _, e_program = error_bounds(spec.program, arrays)
+    gots = got if isinstance(got, tuple) else (got,)
+    wants = want if isinstance(want, tuple) else (want,)
+    for i, (g, w) in enumerate(zip(gots, wants, strict=True)):
+        assert_within(g, np.asarray(w), e_traced[i] + e_program[i], f"{f.name} result {i}")
+
+
+# Hypothesis over shapes: symbolic dims give one program per dtype (the static path, one
+# program per shape, is tested below on a few shapes).
+SOFTMAX = tcp_rules.jit(softmax, symbolic={"x": ("N", "D")})
+LAYERNORM = tcp_rules.jit(layernorm, symbolic={"x": ("N", None)})
+FLOATS = st.sampled_from([np.float32, np.float64])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 70), st.floats(0.01, 30), FLOATS, st.integers(0, 2**32))
+def test_softmax_matches_numpy(n: int, d: int, scale: float, dtype: Any, seed: int) -> None:
+    x = (np.random.default_rng(seed).standard_normal((n, d)) * scale).astype(dtype)
+    assert_matches(SOFTMAX, (x,), np_softmax(x))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 6), st.sampled_from([1, 5, 32]), st.floats(0.01, 30), FLOATS,
+       st.integers(0, 2**32))
+def test_layernorm_matches_numpy(n: int, d: int, scale: float, dtype: Any, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((n, d)) * scale + rng.standard_normal()).astype(dtype)
+    g, b = (rng.standard_normal(d).astype(dtype) for _ in range(2))
+    assert_matches(LAYERNORM, (x, g, b), np_layernorm(x, g, b))
+
+
+def test_static_shapes_one_program_per_signature() -> None:
+    calls: list[tuple[int, ...]] = []
+
+    @tcp_rules.jit
+    def f(x: Any) -> Any:
+        calls.append(x.shape)
+        return softmax(x)
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 9)).astype(np.float32)
+    assert_matches(f, (x,), np_softmax(x))
+    assert f(x + 1).shape == (3, 9)
+    assert calls == [(3, 9)] and f.signatures == 1  # traced once, called again
+    y = rng.standard_normal((2, 4)).astype(np.float32)
+    assert_matches(f, (y,), np_softmax(y))
+    assert_matches(f, (y.astype(np.float64),), np_softmax(y.astype(np.float64)))
+    assert calls == [(3, 9), (2, 4), (2, 4)] and f.signatures == 3
+    assert "x: f32[2, 4]" in print_func(f.lower(y))  # concrete dims from the call
+    assert f.report is not None and f.report.cost_after <= f.report.cost_before
+
+
+def test_layernorm_static_and_options() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4, 16)).astype(np.float32)
+    g, b = rng.standard_normal(16).astype(np.float32), rng.standard_normal(16).astype(np.float32)
+    plain = tcp_rules.jit(layernorm, optimize=False, threads=1)
+    assert_matches(plain, (x, g, b), np_layernorm(x, g, b))
+    assert plain.report is None and plain.lower(x, g, b, optimized=True) is plain.lower(x, g, b)
+    exact = tcp_rules.jit(layernorm, allow=("exact",))
+    assert_matches(exact, (x, g, b), np_layernorm(x, g, b))
+    kinds = {r.name: r.soundness.kind for r in load_standard_library().rules}
+    assert exact.report is not None and exact.report.matches
+    fired = {kinds[name.removesuffix("<=")] for name in exact.report.matches}
+    assert fired == {"exact"}
+    default = tcp_rules.jit(layernorm)
+    default(x, g, b)
+    assert default.report is not None
+    assert "approx" in {kinds[n.removesuffix("<=")] for n in default.report.matches}
+
+
+def test_static_arguments_and_tuples() -> None:
+    traced: list[object] = []
+
+    @tcp_rules.jit
+    def f(x: Any, k: float, *, mode: str = "add") -> Any:
+        traced.append((k, mode))
+        y = x + k if mode == "add" else x * k
+        return y, tnp.sum(y, axis=0)
+
+    x = np.arange(6, dtype=np.float64).reshape(2, 3)
+    for k, mode in [(2.0, "add"), (2.0, "add"), (3.0, "add"), (2.0, "mul")]:
+        y, s = f(x, k, mode=mode)
+        want = x + k if mode == "add" else x * k
+        np.testing.assert_array_equal(y, want)
+        np.testing.assert_array_equal(s, want.sum(axis=0))
+    assert traced == [(2.0, "add"), (3.0, "add"), (2.0, "mul")]
+    assert [p.param for p in f.lower(x, 2.0).params] == ["x"]  # statics are no parameters
+    # a non-contiguous view is accepted, as NumPy functions accept it
+    np.testing.assert_array_equal(f(x.T.copy().T, 1.0)[0], x + 1)
+    with pytest.raises(TcpError, match="not hashable"):
+        f(x, [1.0])
+
+
+def test_numpy_promotion_and_weak_scalars() -> None:
+    @tcp_rules.jit
+    def f(a: Any, b: Any, i: Any, j: Any) -> Any:
+        return a * 2.5, a + b, i * 0.5, i + j, i + 3, a + i, i / j, a > 1, tnp.mean(i)
+
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((3, 1)).astype(np.float32)
+    b = rng.standard_normal(4)  # f64, broadcast
+    i = rng.integers(-50, 50, (3, 4)).astype(np.int32)
+    j = rng.integers(1, 50, 4).astype(np.int64)
+    got = f(a, b, i, j)
+    want = (a * 2.5, a + b, i * 0.5, i + j, i + 3, a + i, i / j, a > 1, np.mean(i))
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)  # single roundings: the same bits
+    with pytest.raises(TcpError, match="out of bounds for int32"):
+        tcp_rules.jit(lambda x: x + 2**40).lower(i)
+
+
+def test_movement_and_matmul() -> None:
+    @tcp_rules.jit
+    def f(x: Any, y: Any, v: Any, idx: Any) -> Any:
+        return (x[1:3, ::2], x[..., 0], x[None, -1], tnp.concatenate([x, y], axis=1),
+                x.reshape(-1, 2), tnp.stack([x, y], axis=1), x.T, tnp.swapaxes(x, 0, 1),
+                tnp.take(x, idx, axis=1, mode="clip"), tnp.where(x > 0, x, 0.0),
+                tnp.clip(x, -0.5, 0.5), tnp.pad(x, 1, mode="edge"), tnp.squeeze(x[:1]),
+                tnp.expand_dims(v, 0), tnp.broadcast_to(v, (2, 4)), np.exp(x), np.sum(x, 0),
+                x.max(axis=1, keepdims=True), tnp.prod(y, axis=1), tnp.minimum(x, y))
+
+    rng = np.random.default_rng(3)
+    x, y = (rng.standard_normal((3, 4)).astype(np.float32) for _ in range(2))
+    v = rng.standard_normal(4).astype(np.float32)
+    idx = np.array([0, 5, -2], dtype=np.int64)  # clamped, as take(mode="clip")
+    want = (x[1:3, ::2], x[..., 0], x[None, -1], np.concatenate([x, y], axis=1),
+            x.reshape(-1, 2), np.stack([x, y], axis=1), x.T, np.swapaxes(x, 0, 1),
+            np.take(x, idx, axis=1, mode="clip"), np.where(x > 0, x, 0.0).astype(np.float32),
+            np.clip(x, -0.5, 0.5), np.pad(x, 1, mode="edge"), np.squeeze(x[:1]),
+            np.expand_dims(v, 0), np.broadcast_to(v, (2, 4)), np.exp(x), np.sum(x, 0),
+            x.max(axis=1, keepdims=True), np.prod(y, axis=1), np.minimum(x, y))
+    assert_matches(f, (x, y, v, idx), want)
+
+    @tcp_rules.jit
+    def mm(a: Any, b: Any, c: Any, w: Any) -> Any:
+        return a @ b, tnp.matmul(c, b), a @ w, w @ b, tnp.dot(a, b)
+
+    a, b = rng.standard_normal((3, 5)), rng.standard_normal((5, 2))
+    c, w = rng.standard_normal((2, 2, 3, 5)), rng.standard_normal(5)
+    assert_matches(mm, (a, b, c, w), (a @ b, np.matmul(c, b), a @ w, w @ b, np.dot(a, b)))
+
+
+SPELL_ENV = {"x": np.ones((3, 4), np.float32), "y": np.ones((3, 4), np.float32),
+             "i": np.zeros(2, np.int64)}
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_every_op_has_a_spelling(op: str) -> None:
+    """Each op of the op table is written some way with tcp_rules.numpy (and that spelling
+    traces to it), or is named as not exposed with the reason."""
+    if op in tnp.NOT_EXPOSED:
+        assert op not in tnp.OP_SPELLINGS
+        return
+    spelling = tnp.OP_SPELLINGS[op]
+    scope = {"lo": -1.0, "hi": 1.0, "dtype": "float64", "v": 2.0, "width": 1, "axis": 1,
+             "shape": (4, 3)}
+
+    def f(x: Any, y: Any, i: Any) -> Any:
+        return eval(spelling, {**vars(tnp), **scope, "c": x > y}, {"x": x, "y": y, "i": i})
+
+    func = tcp_rules.jit(f).lower(*SPELL_ENV.values())
+    assert op in {a.op.name for a in func.ops()}, f"{spelling} traces to no {op}"
+
+
+def _line_of(text: str) -> int:
+    lines = Path(__file__).read_text().splitlines()
+    return next(n for n, line in enumerate(lines, 1) if text in line)
+
+
+def bad_broadcast(x: Any, y: Any) -> Any:
+    z = tnp.exp(x)
+    return z + y  # the line of the error
+
+
+def bad_branch(x: Any) -> Any:
+    if tnp.sum(x) > 0:  # branch on a traced value
+        return x
+    return -x
+
+
+def bad_op(x: Any) -> Any:
+    return x // 2  # no floor division
+
+
+def bad_dtype(x: Any) -> Any:
+    return tnp.take(x, x, axis=0, mode="clip")  # float indices
+
+
+@pytest.mark.parametrize(("fn", "args", "marker", "message"), [
+    (bad_broadcast, (np.ones((3, 4)), np.ones(3)), "the line of the error",
+     r"shapes \(3, 4\) and \(3,\) do not broadcast"),
+    (bad_branch, (np.ones(3),), "branch on a traced", "no truth value"),
+    (bad_op, (np.ones(3),), "no floor division", "// is not supported"),
+    (bad_dtype, (np.ones(3),), "float indices", "indices must be integers"),
+])
+def test_errors_point_at_the_users_line(fn: Any, args: tuple[Any, ...], marker: str,
+                                        message: str) -> None:
+    f = tcp_rules.jit(fn)
+    with pytest.raises(TcpError, match=message) as info:
+        f(*args)
+    span = info.value.diagnostics[0].span
+    assert span is not None and Path(span.source.name) == Path(__file__)
+    assert span.line == _line_of(marker)
+    assert info.value.render().startswith(f"{__file__}:{span.line}:")
+
+
+def test_wrong_argument_dtype_points_at_the_call() -> None:
+    f = tcp_rules.jit(softmax)
+    with pytest.raises(TcpError, match="complex64, which TCP does not support") as info:
+        f(np.ones(3, np.complex64))  # the call
+    span = info.value.diagnostics[0].span
+    assert span is not None and span.line == _line_of("f(np.ones(3, np.complex64))  # the call")
+
+
+def test_import_stays_cheap() -> None:
+    """``import tcp_rules`` loads no tracing code; ``tcp_rules.jit`` loads it when used."""
+    script = ("import sys, tcp_rules; before = 'tcp_rules.tracing' in sys.modules; "
+              "tcp_rules.jit; print(before, 'tcp_rules.tracing.jitted' in sys.modules, "
+              "'llvmlite' in sys.modules, 'egglog' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, env={"PYTHONPATH": str(ROOT)}).stdout.split()
+    assert out == ["False", "True", "False", "False"]
