@@ -455,6 +455,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         print(cost_suite(args.json, args.repeats, threads=args.threads))
         return 0
+    if args.suite == "jit":
+        from tcp_rules.benchjit import jit_suite  # @tcp_rules.jit's first and later calls
+
+        print(jit_suite(args.json, args.repeats, threads=args.threads))
+        return 0
     if args.suite == "startup":
         from tcp_rules.benchstartup import startup_suite  # tcpr itself, in new processes
 
@@ -592,7 +597,7 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("cases", nargs="*", help="codegen cases to run (default: all)")
     p.add_argument("--suite", choices=("codegen", "optimizer", "verifier", "cost", "models",
                                        "peers",
-                                       "startup"),
+                                       "startup", "jit"),
                    default="codegen")
     p.add_argument("--repeats", type=int, default=7, help="timed runs per engine (median)")
     p.add_argument("--threads", type=_thread_counts, default=(1,), metavar="T[,T...]",

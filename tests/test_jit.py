@@ -287,3 +287,14 @@ def test_import_stays_cheap() -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          check=True, env={"PYTHONPATH": str(ROOT)}).stdout.split()
     assert out == ["False", "True", "False", "False"]
+
+
+def test_bench_suite_row() -> None:
+    """``tcpr bench --suite jit`` measures what it says on a workload (numbers not asserted)."""
+    from tcp_rules.benchjit import measure, workloads
+
+    row = measure(workloads()[0], repeats=1, threads=1)
+    assert row["workload"] == "softmax-small" and row["kernels_compiled"] + \
+        row["kernels_from_disk"] >= 1
+    assert row["overhead_us"] == pytest.approx(row["later_call_us"] - row["compiled_call_us"],
+                                               abs=0.011)

@@ -78,6 +78,13 @@ class TracedArray:
     def __index__(self) -> int:
         raise error("a traced array cannot be used as a Python integer while tracing")
 
+    def __int__(self) -> int:
+        raise error("a traced array cannot be converted to a Python integer while tracing")
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        raise error("traced arrays cannot be updated in place",
+                    hint="build a new array (tcp_rules.numpy.where, concatenate, pad)")
+
     def __float__(self) -> float:
         raise error("a traced array cannot be converted to a Python float while tracing")
 

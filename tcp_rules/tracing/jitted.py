@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # loaded on the first call: importing tcp_rules stays cheap
     from tcp_rules.codegen.runtime import CompiledFunc
     from tcp_rules.egraph.report import RunReport
 
+_ARRAYS = (np.ndarray, np.generic)  # traced arguments (a tuple: isinstance's fastest form)
 _KEYWORDS = frozenset({"inf", "nan", "true", "false", "func", "return"})
 
 
@@ -117,11 +118,11 @@ class Jitted:
     def _signature(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
         parts: list[Any]
         if self.symbolic:
-            parts = [(a.dtype, self._dims(i, a.shape)) if isinstance(a, np.ndarray | np.generic)
+            parts = [(a.dtype, self._dims(i, a.shape)) if isinstance(a, _ARRAYS)
                      else (type(a), a) for i, a in enumerate(args)]
         else:
-            parts = [(a.dtype, a.shape) if isinstance(a, np.ndarray | np.generic)
-                     else (type(a), a) for a in args]
+            parts = [(a.dtype, a.shape) if isinstance(a, _ARRAYS) else (type(a), a)
+                     for a in args]
         if kwargs:
             parts.append(tuple(sorted(kwargs.items())))
         return tuple(parts)
