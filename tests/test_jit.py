@@ -298,3 +298,18 @@ def test_bench_suite_row() -> None:
         row["kernels_from_disk"] >= 1
     assert row["overhead_us"] == pytest.approx(row["later_call_us"] - row["compiled_call_us"],
                                                abs=0.011)
+
+
+def test_nested_jit_inlines_and_options_reach_the_optimizer() -> None:
+    from tcp_rules.egraph.saturate import Limits
+    from tcp_rules.optimize import OptOptions
+
+    inner = tcp_rules.jit(lambda x: tnp.exp(x))
+    outer = tcp_rules.jit(lambda x: inner(x) + 1, options=OptOptions(limits=Limits(iterations=1)))
+    x = np.linspace(-1, 1, 5)
+    assert_matches(outer, (x,), np.exp(x) + 1)
+    assert inner.signatures == 0  # traced into outer, never compiled on its own
+    assert {a.op.name for a in outer.lower(x).ops()} == {"exp", "add", "splat"}
+    assert outer.report is not None
+    phases = [it["phase"] for it in outer.report.iterations]
+    assert all(phases.count(p) <= 1 for p in set(phases))  # one iteration per phase

@@ -16,6 +16,7 @@ size of that axis (dims that name the same symbol must be equal at run time).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import threading
@@ -30,12 +31,13 @@ import numpy as np
 from tcp_rules.diagnostics import TcpError
 from tcp_rules.ir import Func, Value
 from tcp_rules.tracing.array import TracedArray, as_traced
-from tcp_rules.tracing.context import Trace, tracing, user_span
+from tcp_rules.tracing.context import Trace, current, tracing, user_span
 from tcp_rules.types import Dim, DType, TensorType
 
 if TYPE_CHECKING:  # loaded on the first call: importing tcp_rules stays cheap
     from tcp_rules.codegen.runtime import CompiledFunc
     from tcp_rules.egraph.report import RunReport
+    from tcp_rules.optimize import OptOptions
 
 _ARRAYS = (np.ndarray, np.generic)  # traced arguments (a tuple: isinstance's fastest form)
 _KEYWORDS = frozenset({"inf", "nan", "true", "false", "func", "return"})
@@ -62,8 +64,10 @@ class Jitted:
     def __init__(self, fn: Callable[..., Any], *, threads: int | None = None,
                  allow: Sequence[str] = ("exact", "approx"), optimize: bool = True,
                  rules: Sequence[str | Path] = (),
-                 symbolic: Mapping[str, Sequence[str | None]] | None = None):
+                 symbolic: Mapping[str, Sequence[str | None]] | None = None,
+                 options: OptOptions | None = None):
         self.fn, self.threads, self.allow = fn, threads, tuple(allow)
+        self.options = options
         self.optimize, self.rules = optimize, tuple(rules)
         self.symbolic = dict(symbolic or {})
         self.name: str = getattr(fn, "__name__", "f")
@@ -86,6 +90,8 @@ class Jitted:
         except TypeError:  # an unhashable static argument
             spec = None
         if spec is None:
+            if current() is not None and any(isinstance(a, TracedArray) for a in args):
+                return self.fn(*args, **kwargs)  # called while tracing another: inlined
             spec = self._specialize(self._checked(key), args, kwargs)
         arrays = args if spec.all_arrays else [args[i] for i in spec.arrays]
         for a in arrays:
@@ -211,25 +217,30 @@ class Jitted:
 
         rules = (load_with_standard_library(self.rules)[0] if self.rules
                  else load_standard_library()).rules
-        result = optimize_func(func, rules, OptOptions(allow=self.allow))
+        options = OptOptions(allow=self.allow) if self.options is None else \
+            dataclasses.replace(self.options, allow=self.allow)
+        result = optimize_func(func, rules, options)
         return result.func, result.report
 
 
 def jit(fn: Callable[..., Any] | None = None, *, threads: int | None = None,
         allow: Sequence[str] = ("exact", "approx"), optimize: bool = True,
         rules: Sequence[str | Path] = (),
-        symbolic: Mapping[str, Sequence[str | None]] | None = None) -> Any:
+        symbolic: Mapping[str, Sequence[str | None]] | None = None,
+        options: OptOptions | None = None) -> Any:
     """Trace ``fn`` (written with tcp_rules.numpy) per signature, optimize and compile it.
 
     ``threads``: native threads for large kernels (default: $TCPR_THREADS or the CPUs);
     ``allow``: the rules' soundness classes the optimizer may use; ``optimize=False`` compiles
     the program as traced; ``rules``: rule files used beside the standard library;
-    ``symbolic``: per parameter, a symbol name (or None) for each axis. Use as ``@jit`` or
-    ``@jit(threads=2)``.
+    ``symbolic``: per parameter, a symbol name (or None) for each axis; ``options``: the
+    optimizer's other options (limits, extractor, schedule; ``allow`` replaces its classes).
+    Use as ``@jit`` or ``@jit(threads=2)``. A jitted function called while another is traced
+    is inlined into it.
     """
     def wrap(f: Callable[..., Any]) -> Jitted:
         return Jitted(f, threads=threads, allow=allow, optimize=optimize, rules=rules,
-                      symbolic=symbolic)
+                      symbolic=symbolic, options=options)
 
     return wrap if fn is None else wrap(fn)
 
