@@ -155,6 +155,15 @@ def test_static_arguments_and_tuples() -> None:
     np.testing.assert_array_equal(f(x.T.copy().T, 1.0)[0], x + 1)
     with pytest.raises(TcpError, match="not hashable"):
         f(x, [1.0])
+    # NumPy scalars are traced as 0-d arrays; results may be constants
+    g = tcp_rules.jit(lambda s, v: (s * v, v, np.float32(3)))
+    v = np.arange(3, dtype=np.float32)
+    got = g(np.float32(2), v)
+    assert [(r.dtype, r.shape) for r in got] == [(np.float32, (3,)), (np.float32, (3,)),
+                                                 (np.float32, ())]
+    np.testing.assert_array_equal(got[0], 2 * v)
+    np.testing.assert_array_equal(got[1], v)
+    assert got[2] == 3
 
 
 def test_numpy_promotion_and_weak_scalars() -> None:

@@ -8,6 +8,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from tcp_rules.tracing.array import (
     TracedArray,
     broadcast_dims,
@@ -88,15 +90,15 @@ def transpose(x: TracedArray, axes: Any = None) -> TracedArray:
 def getitem(x: TracedArray, index: Any) -> TracedArray:
     """Basic indexing: integers, slices with positive steps, ``...`` and ``None``."""
     items = list(index) if isinstance(index, tuple) else [index]
-    if any(isinstance(i, (TracedArray, list)) for i in items):
+    if any(isinstance(i, TracedArray | list | np.ndarray) for i in items):
         raise error("indexing with arrays is not supported", hint="use tcp_rules.numpy.take")
     if sum(i is Ellipsis for i in items) > 1:
         raise error("an index can only have a single ellipsis ('...')")
     real = sum(1 for i in items if i is not None and i is not Ellipsis)
     if real > x.ndim:
         raise error(f"too many indices for an array of dimension {x.ndim}")
-    if Ellipsis in items:
-        k = items.index(Ellipsis)
+    if any(i is Ellipsis for i in items):
+        k = next(n for n, i in enumerate(items) if i is Ellipsis)
         items[k:k + 1] = [slice(None)] * (x.ndim - real)
     else:
         items += [slice(None)] * (x.ndim - real)

@@ -96,7 +96,7 @@ class Jitted:
         arrays = args if spec.all_arrays else [args[i] for i in spec.arrays]
         for a in arrays:
             if not a.flags.c_contiguous or type(a) is not np.ndarray:
-                arrays = [np.ascontiguousarray(b) for b in arrays]
+                arrays = [_contiguous(b) for b in arrays]
                 break
         out = spec.compiled(*arrays)
         return out[0] if spec.single else out
@@ -243,6 +243,12 @@ def jit(fn: Callable[..., Any] | None = None, *, threads: int | None = None,
                       symbolic=symbolic, options=options)
 
     return wrap if fn is None else wrap(fn)
+
+
+def _contiguous(a: np.ndarray | np.generic) -> np.ndarray:
+    """``a`` as a C-contiguous ndarray of its own shape (NumPy scalars as 0-d arrays)."""
+    arr = np.asarray(a)
+    return arr if arr.flags.c_contiguous else arr.copy(order="C")
 
 
 def _param_names(fn: Callable[..., Any]) -> list[str]:
