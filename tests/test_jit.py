@@ -9,6 +9,7 @@ the sum (the optimizer's rules hold over the reals).
 
 from __future__ import annotations
 
+import operator
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,7 @@ from numerics import assert_within, error_bounds
 import tcp_rules
 import tcp_rules.numpy as tnp
 from tcp_rules.diagnostics import TcpError
+from tcp_rules.interpret import evaluate
 from tcp_rules.ops import OPS
 from tcp_rules.printer import print_func
 from tcp_rules.rules.library import load_standard_library
@@ -183,6 +185,61 @@ def test_numpy_promotion_and_weak_scalars() -> None:
         np.testing.assert_array_equal(g, w)  # single roundings: the same bits
     with pytest.raises(TcpError, match="out of bounds for int32"):
         tcp_rules.jit(lambda x: x + 2**40).lower(i)
+
+
+ARRAY_DTYPES = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float32, np.float64]
+NUMPY_BINARY: dict[str, tuple[Any, Any]] = {
+    "+": (operator.add, operator.add), "-": (operator.sub, operator.sub),
+    "*": (operator.mul, operator.mul), "/": (operator.truediv, operator.truediv),
+    "maximum": (np.maximum, tnp.maximum), "minimum": (np.minimum, tnp.minimum),
+    "<": (operator.lt, operator.lt), "==": (operator.eq, operator.eq),
+}
+
+
+@st.composite
+def operand_pairs(draw: st.DrawFn) -> tuple[Any, Any]:
+    """Two operands whose shapes may or may not broadcast (axes dropped, set to 1 or changed),
+    of any dtype, one of them possibly a Python scalar."""
+    base = draw(st.lists(st.integers(1, 4), max_size=3))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32)))
+
+    def operand() -> Any:
+        dims = base[draw(st.integers(0, len(base))):]
+        dims = [draw(st.sampled_from([d, d, 1, draw(st.integers(1, 4))])) for d in dims]
+        dt = np.dtype(draw(st.sampled_from(ARRAY_DTYPES)))
+        if dt.kind == "f":
+            return rng.standard_normal(dims).astype(dt)
+        lo = 0 if dt.kind in "bu" else -100
+        return rng.integers(lo, 2 if dt.kind == "b" else 100, dims).astype(dt)
+
+    a, b = operand(), operand()
+    scalar = draw(st.sampled_from([None, None, True, 3, 0, 2.5, -1.0]))
+    if scalar is not None:
+        return (a, scalar) if draw(st.booleans()) else (scalar, a)
+    return a, b
+
+
+@settings(max_examples=150, deadline=None)
+@given(operand_pairs(), st.sampled_from(sorted(NUMPY_BINARY)))
+def test_binary_ops_promote_and_broadcast_as_numpy(pair: tuple[Any, Any], name: str) -> None:
+    """The traced program means what NumPy computes: the same dtype (NumPy 2's promotion, weak
+    Python scalars), the same broadcast shape, the same values (each op rounds once, so bit
+    for bit, as the reference interpreter evaluates the program); where NumPy refuses the
+    operands, tracing refuses them."""
+    np_op, tnp_op = NUMPY_BINARY[name]
+    a, b = pair
+    try:
+        with np.errstate(all="ignore"):
+            want = np.asarray(np_op(a, b))
+    except (ValueError, TypeError, OverflowError):
+        with pytest.raises(TcpError):
+            tcp_rules.jit(lambda x, y: tnp_op(x, y), optimize=False).lower(a, b)
+        return
+    func = tcp_rules.jit(lambda x, y: tnp_op(x, y)).lower(a, b)
+    with np.errstate(all="ignore"):
+        (got,) = evaluate(func, [v for v in pair if isinstance(v, np.ndarray)])
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    np.testing.assert_array_equal(got, want)
 
 
 def test_movement_and_matmul() -> None:

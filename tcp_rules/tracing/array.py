@@ -415,10 +415,27 @@ def elementwise(op: str, xs: Sequence[Any], dtype: DType) -> TracedArray:
     return TracedArray(r if at is None else apply("reshape", [r], shape=list(dims)))
 
 
+# NumPy's arithmetic on booleans: + and maximum are or, * and minimum are and (TCP's i1 add
+# would wrap, 1 + 1 == 0, and TCP's max takes no i1): selects. -, unary - and ** are refused,
+# as NumPy refuses them (its ** computes in int8).
+_BOOL_OPS = {"add": "or", "mul": "and", "max": "or", "min": "and"}
+
+
+def _bool_op(op: str) -> str:
+    if op not in _BOOL_OPS:
+        raise error(f"{op} of boolean arrays is not supported (NumPy refuses it too)",
+                    hint="use tcp_rules.numpy.where, or astype an integer dtype first")
+    return _BOOL_OPS[op]
+
+
 def unary(op: str, x: Any) -> TracedArray:
     """An elementwise unary op; integer operands of float-only ops become f64, as in NumPy."""
     a = as_traced(x) if not isinstance(x, TracedArray) else x
     dt = a.value.type.dtype
+    if dt is DType.I1 and op in ("neg", "abs"):
+        if op == "abs":
+            return a
+        _bool_op(op)
     if op not in ("neg", "abs") and not dt.is_float:
         dt = DType.F64  # numpy.exp(int array) is f64
     return elementwise(op, [a], dt)
@@ -429,6 +446,10 @@ def binary(op: str, a: Any, b: Any) -> TracedArray:
     dt = result_dtype(a, b)
     if op == "atan2" and not dt.is_float:
         dt = DType.F64
+    if dt is DType.I1:
+        x, y = operands([a, b], dt)
+        picks = (x, x, y) if _bool_op(op) == "or" else (x, y, x)  # a ? a : b, a ? b : a
+        return TracedArray(apply("select", [v.value for v in picks]))
     return elementwise(op, [a, b], dt)
 
 
