@@ -209,9 +209,14 @@ def _keep(r: TracedArray, a: TracedArray, axes: Sequence[int]) -> TracedArray:
 
 
 def _accumulator(x: TracedArray) -> DType | None:
-    """NumPy sums and multiplies booleans and small integers in the platform integer."""
+    """NumPy sums and multiplies booleans and small integers in 64 bits: unsigned ones in
+    uint64, the others in int64."""
     dt = x.value.type.dtype
-    return DType.I64 if (dt.is_int and dt.np_dtype.itemsize < 8) else None
+    if dt is DType.I1:
+        return DType.I64
+    if not dt.is_int or dt.np_dtype.itemsize == 8:
+        return None
+    return DType.U64 if dt.np_dtype.kind == "u" else DType.I64
 
 
 def sum(x: Any, axis: Any = None, keepdims: bool = False) -> TracedArray:
@@ -226,14 +231,22 @@ def prod(x: Any, axis: Any = None, keepdims: bool = False) -> TracedArray:
     return _reduce("reduce_prod", a, axis, keepdims, _accumulator(a))
 
 
+def _extreme(op: str, x: Any, axis: Any, keepdims: bool) -> TracedArray:
+    a = as_traced(x)
+    if a.value.type.dtype is not DType.I1:
+        return _reduce(op, a, axis, keepdims)
+    # booleans: any and all, as the max and min of 0s and 1s (TCP reduces no i1)
+    return compare("ne", _reduce(op, a, axis, keepdims, DType.I8), 0)
+
+
 def max(x: Any, axis: Any = None, keepdims: bool = False) -> TracedArray:
     """Maximum over ``axis`` (None: every axis)."""
-    return _reduce("reduce_max", x, axis, keepdims)
+    return _extreme("reduce_max", x, axis, keepdims)
 
 
 def min(x: Any, axis: Any = None, keepdims: bool = False) -> TracedArray:
     """Minimum over ``axis`` (None: every axis)."""
-    return _reduce("reduce_min", x, axis, keepdims)
+    return _extreme("reduce_min", x, axis, keepdims)
 
 
 amax, amin = max, min

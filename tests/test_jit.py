@@ -242,6 +242,50 @@ def test_binary_ops_promote_and_broadcast_as_numpy(pair: tuple[Any, Any], name: 
     np.testing.assert_array_equal(got, want)
 
 
+NUMPY_UNARY: dict[str, tuple[Any, Any]] = {
+    "exp": (np.exp, tnp.exp), "log": (np.log, tnp.log), "sqrt": (np.sqrt, tnp.sqrt),
+    "tanh": (np.tanh, tnp.tanh), "floor": (np.floor, tnp.floor), "rint": (np.rint, tnp.rint),
+    "neg": (operator.neg, operator.neg), "abs": (np.abs, tnp.abs),
+    "sum": (np.sum, tnp.sum), "prod": (np.prod, tnp.prod), "max": (np.max, tnp.max),
+    "min": (np.min, tnp.min), "mean": (np.mean, tnp.mean), "var": (np.var, tnp.var),
+}
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.integers(1, 4), max_size=3), st.sampled_from(ARRAY_DTYPES),
+       st.sampled_from(sorted(NUMPY_UNARY)), st.data())
+def test_unary_and_reductions_as_numpy(dims: list[int], dtype: Any, name: str,
+                                       data: st.DataObject) -> None:
+    """Unary functions and reductions (random axes, keepdims) give NumPy's dtype and shape
+    (an integer's exp in NumPy's ufunc loop, f16 for int8; sums of small integers in 64 bits)
+    and its values within the bound of the computation; NumPy's refusals are refused."""
+    np_op, tnp_op = NUMPY_UNARY[name]
+    x = np.random.default_rng(data.draw(st.integers(0, 2**32))).standard_normal(dims) * 3
+    x = np.abs(x) if name in ("log", "sqrt") else x
+    x = np.asarray(x).astype(dtype)  # 0-d: an array, not a NumPy scalar
+    kwargs: dict[str, Any] = {}
+    if name in ("sum", "prod", "max", "min", "mean", "var"):
+        axis = st.integers(-len(dims), len(dims) - 1) if dims else st.nothing()
+        axes = data.draw(st.none() | st.lists(axis, unique=True, max_size=2 if dims else 0))
+        kwargs = {"axis": None if axes is None else tuple(axes), "keepdims": data.draw(
+            st.booleans())}
+    try:
+        with np.errstate(all="ignore"):
+            want = np.asarray(np_op(x, **kwargs))
+    except (ValueError, TypeError):
+        with pytest.raises(TcpError):
+            tcp_rules.jit(lambda v, **kw: tnp_op(v, **kw)).lower(x, **kwargs)
+        return
+    if len({i % max(len(dims), 1) for i in kwargs.get("axis") or ()}) < len(
+            kwargs.get("axis") or ()):
+        return  # the same axis twice, negative and positive: refused by both (checked above)
+    func = tcp_rules.jit(lambda v, **kw: tnp_op(v, **kw)).lower(x, **kwargs)
+    with np.errstate(all="ignore"):
+        (got,), (bound,) = error_bounds(func, [x])
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    assert_within(got, want, 2 * bound, name)
+
+
 def test_movement_and_matmul() -> None:
     @tcp_rules.jit
     def f(x: Any, y: Any, v: Any, idx: Any) -> Any:

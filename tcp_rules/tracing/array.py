@@ -15,6 +15,7 @@ explicit ops:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -428,8 +429,24 @@ def _bool_op(op: str) -> str:
     return _BOOL_OPS[op]
 
 
+_UFUNC_NAMES = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "sin": "sin",
+                "cos": "cos", "atan": "arctan", "floor": "floor", "ceil": "ceil",
+                "round_even": "rint", "atan2": "arctan2"}
+
+
+@functools.cache
+def ufunc_dtype(op: str, dtype: DType) -> DType:
+    """The dtype NumPy's ufunc for ``op`` computes in for integer or boolean operands of
+    ``dtype``: its own loop resolution (exp of int8 is f16, of int16 f32, of int32 f64; floor
+    of an integer is that integer)."""
+    ufunc = getattr(np, _UFUNC_NAMES[op])
+    z = np.zeros(1, dtype.np_dtype)
+    with np.errstate(all="ignore"):
+        return to_dtype(ufunc(*[z] * ufunc.nin).dtype)
+
+
 def unary(op: str, x: Any) -> TracedArray:
-    """An elementwise unary op; integer operands of float-only ops become f64, as in NumPy."""
+    """An elementwise unary op in the dtype NumPy's ufunc would use."""
     a = as_traced(x) if not isinstance(x, TracedArray) else x
     dt = a.value.type.dtype
     if dt is DType.I1 and op in ("neg", "abs"):
@@ -437,7 +454,9 @@ def unary(op: str, x: Any) -> TracedArray:
             return a
         _bool_op(op)
     if op not in ("neg", "abs") and not dt.is_float:
-        dt = DType.F64  # numpy.exp(int array) is f64
+        dt = ufunc_dtype(op, dt)
+        if not dt.is_float:  # rounding an integer: the integer itself
+            return cast(a, dt)
     return elementwise(op, [a], dt)
 
 
@@ -445,7 +464,7 @@ def binary(op: str, a: Any, b: Any) -> TracedArray:
     """An elementwise binary op on NumPy's common dtype and broadcast shape."""
     dt = result_dtype(a, b)
     if op == "atan2" and not dt.is_float:
-        dt = DType.F64
+        dt = ufunc_dtype(op, dt)
     if dt is DType.I1:
         x, y = operands([a, b], dt)
         picks = (x, x, y) if _bool_op(op) == "or" else (x, y, x)  # a ? a : b, a ? b : a
