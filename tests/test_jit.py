@@ -423,3 +423,26 @@ def test_nested_jit_inlines_and_options_reach_the_optimizer() -> None:
     assert outer.report is not None
     phases = [it["phase"] for it in outer.report.iterations]
     assert all(phases.count(p) <= 1 for p in set(phases))  # one iteration per phase
+
+
+def bad_symbolic_mean(x: Any) -> Any:
+    return tnp.mean(x, axis=0)  # over the symbolic axis
+
+
+def test_symbolic_dims() -> None:
+    f = tcp_rules.jit(lambda x: tnp.sum(x, axis=1) * 2, symbolic={"x": ("N", None)})
+    for n in (3, 5, 1):
+        x = np.arange(4 * n, dtype=np.int32).reshape(n, 4)
+        np.testing.assert_array_equal(f(x), x.sum(axis=1) * 2)
+    assert f.signatures == 1 and "x: i32[N, 4]" in print_func(f.lower(x))
+    f(np.ones((2, 6), np.int32))  # the concrete axis changed: a second program
+    assert f.signatures == 2
+    with pytest.raises(TcpError, match="gives 2 dims for parameter 'x', which has 1"):
+        f(np.ones(3, np.int32))
+    with pytest.raises(TcpError, match="symbolic names no parameter of"):
+        tcp_rules.jit(softmax, symbolic={"y": ("N",)})
+    g = tcp_rules.jit(bad_symbolic_mean, symbolic={"x": ("N",)})
+    with pytest.raises(TcpError, match="needs its size, which is symbolic") as info:
+        g(np.ones(3))
+    span = info.value.diagnostics[0].span
+    assert span is not None and span.line == _line_of("# over the symbolic axis")
