@@ -408,6 +408,7 @@ def test_bench_suite_row() -> None:
         row["kernels_from_disk"] >= 1
     assert row["overhead_us"] == pytest.approx(row["later_call_us"] - row["compiled_call_us"],
                                                abs=0.011)
+    assert row["wrapper_us"] > 0
 
 
 def test_nested_jit_inlines_and_options_reach_the_optimizer() -> None:
