@@ -14,17 +14,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tcp_rules.tracing.array import (
-    Scalar,
     TracedArray,
     as_traced,
     binary,
-    broadcast_dims,
     cast,
-    check_fits,
     compare,
     operands,
     result_dtype,
-    to_dtype,
     unary,
 )
 from tcp_rules.tracing.array import broadcast_to as _broadcast_to
@@ -39,6 +35,7 @@ from tcp_rules.tracing.indexing import (
     shape_arg,
     transpose,
 )
+from tcp_rules.tracing.values import Scalar, broadcast_dims, check_fits, to_dtype
 from tcp_rules.types import Dim, DType
 
 ndarray = TracedArray  # what annotations in user code may name

@@ -17,9 +17,9 @@ from tcp_rules.tracing.array import (
     cast,
     operands,
     result_dtype,
-    shape_text,
 )
 from tcp_rules.tracing.context import apply, error
+from tcp_rules.tracing.values import shape_text
 from tcp_rules.types import Dim, DType
 
 
