@@ -447,3 +447,18 @@ def test_symbolic_dims() -> None:
         g(np.ones(3))
     span = info.value.diagnostics[0].span
     assert span is not None and span.line == _line_of("# over the symbolic axis")
+
+
+def test_the_docs_worked_example() -> None:
+    """docs/frontends/jit.md's example runs, and the program it shows is what it traces to."""
+    doc = (ROOT / "docs" / "frontends" / "jit.md").read_text()
+    code = doc.split("```python\n", 1)[1].split("```", 1)[0]
+    scope: dict[str, Any] = {}
+    exec(compile(code, "jit.md", "exec"), scope)
+    shown = doc.split(">>> print(print_func(layernorm.lower(x, gamma, beta)))\n", 1)[1]
+    shown = shown.split("```", 1)[0]
+    f = scope["layernorm"]
+    args = (scope["x"], scope["gamma"], scope["beta"])
+    assert print_func(f.lower(*args)) + "\n" == shown
+    assert "kernel(" in print_func(f.lower(*args, optimized=True))
+    assert_matches(f, args, np_layernorm(*args))
