@@ -59,8 +59,8 @@ OP_SPELLINGS = {
     "reduce_max": "max(x, axis)", "reduce_min": "min(x, axis)", "matmul": "x @ y.T",
 }
 NOT_EXPOSED = {
-    "rsqrt": "NumPy has no rsqrt; 1 / sqrt(x) may become it through the rules",
-    "sigmoid": "NumPy has no sigmoid; 1 / (1 + exp(-x)) may become it through the rules",
+    "rsqrt": "NumPy has no rsqrt; 1 / sqrt(x) becomes it through the rules (rsqrt-def)",
+    "sigmoid": "NumPy has no sigmoid (SciPy's expit); write 1 / (1 + exp(-x))",
     "erf": "erf is scipy.special's, not NumPy's",
     "round": "NumPy rounds half to even (rint); TCP's round rounds half away from zero",
     "load": "the fusion rules' op, not the user's", "kernel": "the fusion rules' op",
