@@ -20,9 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from tcp_rules.build import make_splat
 from tcp_rules.ir import Apply, Value
-from tcp_rules.tracing.context import apply, error
+from tcp_rules.tracing.context import apply, error, splat
 from tcp_rules.tracing.values import (
     Scalar,
     broadcast_dims,
@@ -295,7 +294,7 @@ def as_traced(x: Any, dtype: DType | None = None,
         return x
     if isinstance(x, bool | int | float) and dtype is not None:
         check_fits(x, dtype)
-        return TracedArray(make_splat(x, TensorType(dtype, tuple(dims or ()))))
+        return TracedArray(splat(x, TensorType(dtype, tuple(dims or ()))))
     try:
         arr = np.asarray(x)
     except (ValueError, TypeError):

@@ -23,6 +23,7 @@ from tcp_rules.build import FuncBuilder, Operand, make_apply
 from tcp_rules.diagnostics import Source, Span, TcpError
 from tcp_rules.ir import Apply
 from tcp_rules.ops import OPS, ShapeError
+from tcp_rules.types import TensorType
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 # The frames a user's line is looked for behind: the tracing package, the numpy-like module
@@ -120,3 +121,8 @@ def apply(name: str, operands: Sequence[Operand], **attrs: Any) -> Apply:
     except ShapeError as e:
         message = e.message if e.message.startswith(name) else f"{name}: {e.message}"
         raise TcpError.at(message, span, stage="trace") from None
+
+
+def splat(value: bool | int | float, type_: TensorType) -> Apply:
+    """A splat constant of ``type_`` (the builder's make_splat, errors at the user's line)."""
+    return apply("splat", [], value=value, shape=type_.dims, dtype=type_.dtype)

@@ -9,9 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from tcp_rules.build import make_splat
 from tcp_rules.ir import Apply, Value
-from tcp_rules.tracing.context import active, apply, error
+from tcp_rules.tracing.context import active, apply, error, splat
 from tcp_rules.types import Dim, DType, TensorType
 
 Scalar = bool | int | float
@@ -66,7 +65,7 @@ def constant_value(arr: np.ndarray) -> Value:
     active()
     flat = arr.ravel()
     if flat.size and (flat == flat[0]).all() and not (dt.is_float and np.isnan(flat[0])):
-        return make_splat(flat[0].item(), TensorType.of(dt, arr.shape))
+        return splat(flat[0].item(), TensorType.of(dt, arr.shape))
     if arr.size > DENSE_LIMIT:
         raise error(f"a constant array of {arr.size} elements would be written into the "
                     f"program", hint="pass it to the function as an argument")
