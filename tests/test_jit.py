@@ -9,6 +9,7 @@ the sum (the optimizer's rules hold over the reals).
 
 from __future__ import annotations
 
+import math
 import operator
 import subprocess
 import sys
@@ -284,6 +285,79 @@ def test_unary_and_reductions_as_numpy(dims: list[int], dtype: Any, name: str,
         (got,), (bound,) = error_bounds(func, [x])
     assert (got.dtype, got.shape) == (want.dtype, want.shape)
     assert_within(got, want, 2 * bound, name)
+
+
+@st.composite
+def basic_indices(draw: st.DrawFn, shape: tuple[int, ...]) -> Any:
+    """A basic NumPy index of an array of ``shape``: integers, slices (positive steps), one
+    ``...`` and ``None``s, out-of-range and negative bounds included."""
+    items: list[Any] = []
+    axes = draw(st.integers(0, len(shape)))
+    for n in shape[:axes]:
+        kind = draw(st.sampled_from(["int", "slice", "slice", "full", "none"]))
+        if kind == "int":
+            items.append(draw(st.integers(-n, n - 1)))
+        elif kind == "slice":
+            bound = st.none() | st.integers(-n - 2, n + 2)
+            items.append(slice(draw(bound), draw(bound), draw(st.none() | st.integers(1, 3))))
+        elif kind == "full":
+            items.append(slice(None))
+        else:
+            items += [None, slice(None)]
+    if draw(st.booleans()):
+        items.insert(draw(st.integers(0, len(items))), Ellipsis)
+    return tuple(items) if len(items) != 1 or draw(st.booleans()) else items[0]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple), st.data())
+def test_indexing_and_shapes_as_numpy(shape: tuple[int, ...], data: st.DataObject) -> None:
+    """Basic indexing, reshape with -1, transpose and concatenate mean what NumPy's do (the
+    traced program, as the reference interpreter runs it, gives NumPy's array exactly), and
+    an index NumPy refuses is refused."""
+    x = np.arange(math.prod(shape), dtype=np.int32).reshape(shape)
+    index = data.draw(basic_indices(shape))
+    perm = data.draw(st.permutations(range(len(shape))))
+    size = x.size
+    cols = data.draw(st.sampled_from([d for d in range(1, size + 1) if size % d == 0]))
+
+    def f(v: Any, m: Any = tnp) -> Any:  # m: NumPy or tcp_rules.numpy
+        return v[index], m.transpose(v, perm), v.reshape(-1, cols), \
+            m.concatenate([v, v[..., :1]], axis=-1)
+
+    try:
+        want = f(x, np)
+    except IndexError:  # the index is out of range where ``...`` moved it: refused alike
+        with pytest.raises(TcpError, match="out of bounds"):
+            tcp_rules.jit(f).lower(x)
+        return
+    got = evaluate(tcp_rules.jit(f).lower(x), [x])
+    for g, w in zip(got, want, strict=True):
+        assert (g.dtype, g.shape) == (w.dtype, w.shape)
+        np.testing.assert_array_equal(g, w)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 3), max_size=2), st.lists(st.integers(1, 3), max_size=2),
+       st.integers(1, 4), st.integers(1, 4), st.integers(1, 4), st.booleans(), st.booleans(),
+       st.integers(0, 2**32))
+def test_matmul_as_numpy(batch_a: list[int], batch_b: list[int], m: int, k: int, n: int,
+                         vec_a: bool, vec_b: bool, seed: int) -> None:
+    """matmul's 1-d operands and broadcast batch dims as NumPy's: the same shape and dtype,
+    the values within the dot products' bound; shapes NumPy refuses are refused."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal([k] if vec_a else [*batch_a, m, k])
+    b = rng.standard_normal([k] if vec_b else [*batch_b, k, n]).astype(np.float32)
+    try:
+        want = np.matmul(a, b)
+    except ValueError:
+        with pytest.raises(TcpError):
+            tcp_rules.jit(lambda x, y: x @ y).lower(a, b)
+        return
+    func = tcp_rules.jit(lambda x, y: x @ y).lower(a, b)
+    (got,), (bound,) = error_bounds(func, [a, b])
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    assert_within(got, want, 2 * bound, "matmul")
 
 
 def test_movement_and_matmul() -> None:

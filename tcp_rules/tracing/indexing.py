@@ -12,6 +12,7 @@ import numpy as np
 
 from tcp_rules.tracing.array import (
     TracedArray,
+    as_traced,
     broadcast_dims,
     broadcast_to,
     cast,
@@ -52,8 +53,9 @@ def shape_arg(shape: Any) -> list[int | Dim]:
     return items
 
 
-def reshape(x: TracedArray, shape: Any) -> TracedArray:
+def reshape(x: Any, shape: Any) -> TracedArray:
     """``numpy.reshape``: row-major, one entry may be -1."""
+    x = as_traced(x)
     items = shape_arg(shape)
     have = x.value.type.dims
     if sum(1 for d in items if isinstance(d, int) and d == -1) > 1:
@@ -76,8 +78,9 @@ def reshape(x: TracedArray, shape: Any) -> TracedArray:
     return TracedArray(apply("reshape", [x.value], shape=list(dims)))
 
 
-def transpose(x: TracedArray, axes: Any = None) -> TracedArray:
+def transpose(x: Any, axes: Any = None) -> TracedArray:
     """``numpy.transpose``: reversed axes by default."""
+    x = as_traced(x)
     n = x.ndim
     perm = tuple(range(n))[::-1] if axes is None else tuple(normalize_axis(a, n) for a in axes)
     if sorted(perm) != list(range(n)):
