@@ -88,7 +88,7 @@ def test_softmax_matches_numpy(n: int, d: int, scale: float, dtype: Any, seed: i
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.integers(1, 6), st.sampled_from([1, 5, 32]), st.floats(0.01, 30), FLOATS,
+@given(st.integers(1, 6), st.sampled_from([1, 24]), st.floats(0.01, 30), FLOATS,
        st.integers(0, 2**32))
 def test_layernorm_matches_numpy(n: int, d: int, scale: float, dtype: Any, seed: int) -> None:
     rng = np.random.default_rng(seed)
