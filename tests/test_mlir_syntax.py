@@ -1,0 +1,96 @@
+"""The generic MLIR syntax layer (tcp_rules/frontends/mlir/syntax.py): what it reads, golden
+listings of its trees, and positioned syntax errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tcp_rules.diagnostics import Source, TcpError
+from tcp_rules.frontends.mlir.syntax import (
+    Dict,
+    Number,
+    Shaped,
+    Word,
+    format_tree,
+    functions,
+    named,
+    parse_mlir,
+    split,
+)
+
+DATA = Path(__file__).parent / "data" / "mlir"
+
+
+def parse(text: str, name: str = "t.mlir"):  # type: ignore[no-untyped-def]
+    return parse_mlir(Source(name, text))
+
+
+@pytest.mark.parametrize("name", ["syntax_forms", "stablehlo_softmax", "stablehlo_mlp"])
+def test_tree_listing(name: str, golden: Callable[[str, str], None]) -> None:
+    path = DATA / f"{name}.mlir"
+    golden(f"mlir/{name}.tree.txt", format_tree(parse(path.read_text(), path.name)))
+
+
+def test_jax_stablehlo_reads_generically() -> None:
+    """JAX's constructs: reduce ... applies, dense<0xFF800000>, contracting_dims = [1] x [0],
+    result attributes, call, module attributes."""
+    f = parse((DATA / "stablehlo_softmax.mlir").read_text())
+    (main,) = functions(f)
+    assert (main.name, main.visibility, [a.name for a in main.args]) == ("main", "public", ["arg0"])
+    assert isinstance(main.results[0], Shaped) and main.results[0].dims == (4, 8)
+    assert main.body is not None
+    ops = main.body.blocks[0].ops
+    cst = ops[0].body[0]
+    assert isinstance(cst, Word) and cst.text == "dense" and cst.args is not None
+    hexval = cst.args[0]
+    assert isinstance(hexval, Number) and hexval.is_hex and hexval.value == 0xFF800000
+    reduce = ops[1]
+    assert reduce.name == "stablehlo.reduce" and reduce.results == ("0",)
+    assert [w.text for w in reduce.body if isinstance(w, Word)] == [
+        "applies", "stablehlo.maximum", "across", "dimensions"]
+    mlp = functions(parse((DATA / "stablehlo_mlp.mlir").read_text()))
+    assert [m.name for m in mlp] == ["main", "relu"]
+    assert mlp[0].body is not None
+    dot = mlp[0].body.blocks[0].ops[0]
+    attrs = named(dot.body)
+    assert [type(e).__name__ for e in attrs["contracting_dims"][1]] == ["Group", "Word", "Group"]
+    assert len(split(dot.body)) == 4  # %arg0 | %arg1 | contracting_dims = ... | precision = ...
+
+
+def test_spans_point_at_ops_and_names() -> None:
+    f = parse("func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+              "  %0 = tcp.tanh %a : tensor<2xf32> -> tensor<2xf32>\n"
+              "\n"
+              "  return %0 : tensor<2xf32>\n}\n")
+    (fn,) = functions(f)
+    assert fn.body is not None
+    tanh, ret = fn.body.blocks[0].ops
+    assert (tanh.span.line, tanh.span.col, tanh.name_span.col) == (2, 3, 8)  # type: ignore[union-attr]
+    assert (ret.name, ret.span.line, ret.span.col) == ("return", 4, 3)
+    assert isinstance(fn.args[0].attrs, type(None))
+
+
+def test_generic_and_pretty_forms_read_alike() -> None:
+    pretty = parse("%0 = tcp.add %a, %b {k = 1} : tensor<f32>, tensor<f32> -> tensor<f32>")
+    generic = parse('%0 = "tcp.add"(%a, %b) {k = 1} : (tensor<f32>, tensor<f32>) -> tensor<f32>')
+    p, g = pretty.ops[0], generic.ops[0]
+    assert (p.name, p.results, p.generic) == ("tcp.add", ("0",), False)
+    assert (g.name, g.results, g.generic) == ("tcp.add", ("0",), True)
+    assert isinstance(p.body[3], Dict) and isinstance(g.body[1], Dict)
+
+
+@pytest.mark.parametrize("text, where, needle", [
+    ("func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {\n  return %a : tensor<2xf32>\n",
+     (2, 28), "end of file"),
+    ("func.func @f(%a: tensor<2xf32) -> tensor<2xf32> {\n}\n", (1, 30), "unexpected"),
+    ("%0 = tcp.add %a, %b : tensor<2xf32> -> ;\n", (1, 40), "character ';'"),
+])
+def test_syntax_errors_are_positioned(text: str, where: tuple[int, int], needle: str) -> None:
+    with pytest.raises(TcpError) as e:
+        parse(text)
+    (d,) = e.value.diagnostics
+    assert d.span is not None and (d.span.line, d.span.col) == where, d.render()
+    assert needle in d.message and d.render().startswith(f"t.mlir:{where[0]}:{where[1]}: error")
