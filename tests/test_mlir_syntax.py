@@ -9,17 +9,8 @@ from pathlib import Path
 import pytest
 
 from tcp_rules.diagnostics import Source, TcpError
-from tcp_rules.frontends.mlir.syntax import (
-    Dict,
-    Number,
-    Shaped,
-    Word,
-    format_tree,
-    functions,
-    named,
-    parse_mlir,
-    split,
-)
+from tcp_rules.frontends.mlir.syntax import Dict, Number, Shaped, Word, parse_mlir
+from tcp_rules.frontends.mlir.views import format_tree, functions, named, render, split, view
 
 DATA = Path(__file__).parent / "data" / "mlir"
 
@@ -80,6 +71,27 @@ def test_generic_and_pretty_forms_read_alike() -> None:
     assert (p.name, p.results, p.generic) == ("tcp.add", ("0",), False)
     assert (g.name, g.results, g.generic) == ("tcp.add", ("0",), True)
     assert isinstance(p.body[3], Dict) and isinstance(g.body[1], Dict)
+    for v in (view(p), view(g)):
+        assert [x.name for x in v.operands] == ["a", "b"]
+        assert v.attr("k") is not None and v.attrs is not None
+        assert [render(t) for t in v.operand_types] == ["tensor<f32>", "tensor<f32>"]
+        assert [render(t) for t in v.result_types] == ["tensor<f32>"]
+
+
+def test_view_reads_keyword_groups_and_regions() -> None:
+    f = parse("%1 = tcp.slice %a starts(%c0, %c0) sizes(%n, %c2) strides(%c1, %c1)"
+              " : tensor<?x4xf32> -> tensor<?x2xf32>\n"
+              "%2 = tcp.isolated_group %1 attributes {group_type = \"x\"} {\n"
+              "  ^bb0(%b: tensor<?x2xf32>):\n"
+              "    tcp.yield %b : tensor<?x2xf32>\n"
+              "} : tensor<?x2xf32> -> tensor<?x2xf32>\n")
+    s, g = view(f.ops[0]), view(f.ops[1])
+    assert [x.name for x in s.operands] == ["a"]
+    assert {k: render(v) for k, v in s.groups.items()} == {
+        "starts": "(%c0, %c0)", "sizes": "(%n, %c2)", "strides": "(%c1, %c1)"}
+    assert [x.name for x in g.operands] == ["1"] and g.attr("group_type") is not None
+    (region,) = g.regions
+    assert region.blocks[0].label == "bb0" and region.blocks[0].ops[0].name == "tcp.yield"
 
 
 @pytest.mark.parametrize("text, where, needle", [
