@@ -270,7 +270,8 @@ _FRIENDLY = {"NAME": "a name", "INT": "an integer", "FLOAT": "a number", "RULE_N
              # MLIR (mlir.lark): the ways a statement starts
              "RESULT_DEF": "an op ('%x = ...')", "STMT_NAME": "an op", "STMT_STRING": "an op",
              "STMT_LABEL": "a block label", "ALIAS_DEF": "an alias ('#x = ...')",
-             "VALUE_ID": "a value ('%x')", "BARE_ID": "a name", "DIM_X": "a dim ('4x')"}
+             "VALUE_ID": "a value ('%x')", "QSTRING": "a string", "BARE_ID": "a name",
+             "DIM_X": "a dim ('4x')"}
 
 
 def describe_terminal(parser: Lark, name: str) -> str:

@@ -260,7 +260,7 @@ class _Builder(Transformer[Token, Any]):
                 return Number(sp, int(str(tok), 16), str(tok))
             case "FLOAT":
                 return Number(sp, float(tok), str(tok))
-            case "STRING":
+            case "QSTRING":
                 return Str(sp, _unquote(str(tok)))
             case "COMMA" | "COLON" | "EQ" | "ARROW" | "STAR" | "PLUS" | "MINUS" | "QMARK":
                 return Punct(sp, str(tok))
@@ -314,7 +314,7 @@ class _Builder(Transformer[Token, Any]):
     def first_op(self, meta: Any, children: list[Any]) -> Op:
         if isinstance(children[0], Str):  # the quoted op name was made a Str already
             s = children[0]
-            head = Token("STRING", f'"{s.value}"', line=s.span.line, column=s.span.col,
+            head = Token("QSTRING", f'"{s.value}"', line=s.span.line, column=s.span.col,
                          end_line=s.span.end_line, end_column=s.span.end_col)
             return self._op(meta, (), head, children[1:])
         return self._op(meta, (), children[0], children[1:])
@@ -327,7 +327,7 @@ class _Builder(Transformer[Token, Any]):
         results = _result_names(text)
         head = children[1]
         if isinstance(head, Str):
-            head = Token("STRING", f'"{head.value}"', line=head.span.line,
+            head = Token("QSTRING", f'"{head.value}"', line=head.span.line,
                          column=head.span.col, end_line=head.span.end_line,
                          end_column=head.span.end_col)
         op = self._op(meta, results, head, children[2:])
