@@ -115,8 +115,9 @@ def _from_bits(bits: int, dtype: DType, span: Span) -> int | float | bool:
 
 
 def dense(e: Elem, dtype: DType, dims: Sequence[int], span: Span) -> np.ndarray:
-    """The array a ``dense<...>`` attribute holds, of ``dtype`` and shape ``dims`` (a splat is
-    one value repeated; a hexadecimal string holds the raw little-endian data)."""
+    """The array a ``dense<...>`` attribute holds, of shape ``dims``, in ``dtype`` (floats in
+    f64, as written); a splat is one value repeated; a hexadecimal string holds the raw
+    little-endian data."""
     if not (isinstance(e, Word) and e.text == "dense" and e.args is not None):
         raise error(f"expected a dense<...> literal, found {render(e)}", e.span)
     args = list(e.args)
@@ -125,9 +126,12 @@ def dense(e: Elem, dtype: DType, dims: Sequence[int], span: Span) -> np.ndarray:
     if len(args) != 1:
         raise error(f"cannot read {render(e)}", e.span)
     values = _nested(args[0], dtype)
-    arr = np.array(values, dtype=dtype.np_dtype)
+    # floats parsed as written (f64), as the program text's constants are: a value that is not
+    # exact in the element type rounds where it is used, the same on every path
+    store = np.float64 if dtype.is_float else dtype.np_dtype
+    arr = np.array(values, dtype=store)
     if arr.ndim == 0 or (arr.size == 1 and tuple(arr.shape) != tuple(dims)):
-        return np.full(tuple(dims), arr.reshape(()), dtype=dtype.np_dtype)
+        return np.full(tuple(dims), arr.reshape(()), dtype=store)
     if tuple(arr.shape) != tuple(dims):
         raise error(f"dense literal has shape {list(arr.shape)}, its type says {list(dims)}",
                     e.span)

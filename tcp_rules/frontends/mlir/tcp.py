@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
 from tcp_rules.build import Literal
 from tcp_rules.frontends import identifier
 from tcp_rules.frontends.mlir.attrs import (
@@ -34,7 +32,7 @@ from tcp_rules.ir import Apply
 from tcp_rules.ir import Value as TValue
 from tcp_rules.ops import OPS as TABLE
 from tcp_rules.ops import AttrKind
-from tcp_rules.types import DenseData, Dim, DType
+from tcp_rules.types import Dim, DType
 
 # mlir-tcp op -> our op, for the ones that differ only in name (or not at all)
 UNARY = ("tanh", "sigmoid", "sqrt", "ceil", "floor", "round", "round_even", "cos", "sin",
@@ -119,8 +117,7 @@ def _const(ctx: FuncContext, op: Op) -> Sequence[Result]:
     if is_splat:
         scalar = arr.reshape(-1)[0].item() if arr.size else 0
         return [ctx.apply("splat", [], {"value": scalar, "shape": shape, "dtype": dtype}, op)]
-    data = arr.astype(np.float64) if dtype.is_float else arr
-    return [ctx.apply("dense", [], {"value": DenseData(np.array(data)), "dtype": dtype}, op)]
+    return [ctx.apply("dense", [], {"value": arr, "dtype": dtype}, op)]
 
 
 def _broadcast(ctx: FuncContext, op: Op) -> Sequence[Result]:
