@@ -191,3 +191,14 @@ def test_malformed_mlir_gets_positioned_errors(name: str, command: str, tmp_path
     first = err.splitlines()[0]
     assert first.startswith(f"{tmp_path / name}:{where}: error: {message}"), err
     assert "^" in err  # the source line and a caret under the span
+
+
+def test_every_op_round_trips_through_mlir() -> None:
+    """Completeness: all_ops.tcp uses every op of the table, and reads back the same."""
+    from tcp_rules.ops import OPS
+
+    module = load_module_file(DATA / "all_ops.tcp")
+    used = {v.op.name for f in module.funcs for v in f.ops()}
+    assert set(OPS) - used == set(), "add the new ops to tests/data/mlir/all_ops.tcp"
+    text = export_module(module)
+    assert same_module(module, import_text(Source("x.mlir", text)).module), text
