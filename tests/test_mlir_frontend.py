@@ -202,3 +202,34 @@ def test_every_op_round_trips_through_mlir() -> None:
     assert set(OPS) - used == set(), "add the new ops to tests/data/mlir/all_ops.tcp"
     text = export_module(module)
     assert same_module(module, import_text(Source("x.mlir", text)).module), text
+
+
+def test_isolated_group_that_cannot_be_one_kernel_is_inlined() -> None:
+    """A dense constant is data in memory, which a kernel body cannot hold: the group's ops
+    are read as plain ops."""
+    text = """
+    func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {
+      %0 = tcp.isolated_group %a {
+      ^bb0(%x: tensor<2xf32>):
+        %c = tcp.const {value = dense<[1.0, 2.0]> : tensor<2xf32>} : tensor<2xf32>
+        %1 = tcp.add %x, %c : tensor<2xf32>, tensor<2xf32> -> tensor<2xf32>
+        tcp.yield %1 : tensor<2xf32>
+      } : tensor<2xf32> -> tensor<2xf32>
+      return %0 : tensor<2xf32>
+    }"""
+    (func,) = import_text(Source("t.mlir", text)).module.funcs
+    assert sorted(v.op.name for v in func.ops()) == ["add", "dense"]
+
+
+def test_index_arguments_are_dims_given_by_dim(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bcast.mlir"
+    path.write_text(
+        "func.func @b(%arg0 : tensor<1x?xf32>, %arg1 : index) -> tensor<?x?xf32> {\n"
+        "  %0 = tcp.broadcast %arg0, %arg1 {axes = [0]} : tensor<1x?xf32>, index -> "
+        "tensor<?x?xf32>\n  return %0 : tensor<?x?xf32>\n}\n")
+    code, _, err = tcpr(capsys, "import", str(path))
+    assert code == 1 and "result dim arg1 is not a dim of any tensor argument" in err
+    assert "--dim arg1=N" in err
+    code, out, _ = tcpr(capsys, "import", str(path), "--dim", "arg1=5")
+    assert code == 0 and "-> f32[5, arg0_d1]" in out

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tcp_rules import build as tb
 from tcp_rules.build import Literal, make_apply
-from tcp_rules.diagnostics import Source, Span, TcpError
+from tcp_rules.diagnostics import Source, TcpError
 from tcp_rules.frontends import Imported, identifier
 from tcp_rules.frontends.mlir.attrs import error, integer, shaped
 from tcp_rules.frontends.mlir.syntax import (
@@ -106,12 +106,6 @@ class FuncContext:
                 return d
             d = nd
         return d
-
-    def tensor_type(self, e: Elem | None, span: Span, what: str = "type") -> TensorType:
-        """A declared tensor type, its ``?`` dims left as fresh unnamed wildcards: use only
-        for checks (:meth:`check`), never as a value's type."""
-        dtype, dims = shaped(e, span, what)
-        return TensorType(dtype, tuple(Dim.of(d) if d is not None else Dim.of("?") for d in dims))
 
     # applying ops ------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from tcp_rules.build import Literal
+from tcp_rules.diagnostics import Span, TcpError
 from tcp_rules.frontends import identifier
 from tcp_rules.frontends.mlir.attrs import (
     dense,
@@ -26,7 +27,7 @@ from tcp_rules.frontends.mlir.attrs import (
     shaped,
 )
 from tcp_rules.frontends.mlir.importer import FuncContext, Handler, Result
-from tcp_rules.frontends.mlir.syntax import Dict, Group, Op, Punct, Str, Value, Word
+from tcp_rules.frontends.mlir.syntax import Elem, Group, Op, Punct, Str, Value, Word
 from tcp_rules.frontends.mlir.views import OpView, render, view
 from tcp_rules.ir import Apply
 from tcp_rules.ir import Value as TValue
@@ -240,9 +241,7 @@ def _isolated_group(ctx: FuncContext, op: Op) -> Sequence[Result]:
         loads = {n: ctx.apply("load", [x], {}, op) for n, x in zip(names, ins, strict=True)}
         body = ctx.run_block(block, loads)
         out: list[Result] = [ctx.apply("kernel", [b], {}, op) for b in body]
-    except Exception as e:  # a body the fusion ops cannot hold: read it as plain ops
-        if type(e).__name__ == "_Restart":
-            raise
+    except TcpError:  # a body the fusion ops cannot hold (a dense constant): plain ops
         ctx.env = saved
         out = list(ctx.run_block(block, dict(zip(names, ins, strict=True))))
     for val, t in zip(out, v.result_types, strict=False):
@@ -319,28 +318,25 @@ def _extension(name: str) -> Handler:
     return read
 
 
-def _attr_value(kind: AttrKind, items: Sequence[object], span: object, what: str) -> object:
-    from tcp_rules.frontends.mlir.syntax import Elem
-
-    elems: list[Elem] = [e for e in items if not isinstance(e, Dict)]  # type: ignore[misc]
-    first = elems[0] if elems else None
-    sp = span  # the entry's span, for messages about a missing value
+def _attr_value(kind: AttrKind, items: Sequence[Elem], span: Span, what: str) -> object:
+    """An attribute of ours, as tcpr.<op> writes it (export.py)."""
+    first = items[0] if items else None
     match kind:
         case AttrKind.INT:
-            return integer(elems, sp, what)  # type: ignore[arg-type]
+            return integer(items, span, what)
         case AttrKind.INTS:
-            return list(int_array(elems, sp, what))  # type: ignore[arg-type]
+            return list(int_array(items, span, what))
         case AttrKind.BOOL:
             if isinstance(first, Word) and first.text in ("true", "false"):
                 return first.text == "true"
         case AttrKind.SCALAR:
-            return number(elems, sp, what)  # type: ignore[arg-type]
+            return number(items, span, what)
         case AttrKind.NAME:
             if isinstance(first, Str):
                 return first.value
         case AttrKind.DTYPE:
-            return element_type(first, sp)  # type: ignore[arg-type]
-    raise error(f"{what}: cannot read {render(elems)}", sp)  # type: ignore[arg-type]
+            return element_type(first, span)
+    raise error(f"{what}: cannot read {render(items) or 'nothing'}", span)
 
 
 def _load_matmul(ctx: FuncContext, op: Op) -> Sequence[Result]:
