@@ -172,6 +172,10 @@ BAD = {  # file name -> (text, where the error points, what it says)
                     '  %0 = tcp.custom_op("torch.aten.foo") %a : tensor<4xf32> -> tensor<4xf32>\n'
                     "  return %0 : tensor<4xf32>\n}\n",
                     "2:8", 'tcp.custom_op ("torch.aten.foo") is not supported'),
+    "ragged.mlir": ("func.func @f() -> tensor<2xi8> {\n"
+                    "  %0 = tcp.const {value = dense<[[1, 2], [3]]> : tensor<2xi8>} : "
+                    "tensor<2xi8>\n  return %0 : tensor<2xi8>\n}\n",
+                    "2:27", "dense literal dense<[[1, 2], [3]]> is not a rectangular array"),
     "undefined.mlir": ("func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
                        "  return %b : tensor<4xf32>\n}\n",
                        "2:10", "use of undefined value %b"),

@@ -129,7 +129,12 @@ def dense(e: Elem, dtype: DType, dims: Sequence[int], span: Span) -> np.ndarray:
     # floats parsed as written (f64), as the program text's constants are: a value that is not
     # exact in the element type rounds where it is used, the same on every path
     store = np.float64 if dtype.is_float else dtype.np_dtype
-    arr = np.array(values, dtype=store)
+    try:
+        arr = np.array(values, dtype=store)
+    except OverflowError:
+        raise error(f"a value of {render(e)} does not fit {dtype}", e.span) from None
+    except (ValueError, TypeError):
+        raise error(f"dense literal {render(e)} is not a rectangular array", e.span) from None
     if arr.ndim == 0 or (arr.size == 1 and tuple(arr.shape) != tuple(dims)):
         return np.full(tuple(dims), arr.reshape(()), dtype=store)
     if tuple(arr.shape) != tuple(dims):
