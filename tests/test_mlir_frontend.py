@@ -10,7 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from codegen.support import fuse_everything
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numerics import assert_within, error_bounds
+from test_codegen_structure import programs as structure_programs
+from test_differential import DIALECTS
+from test_differential import programs as differential_programs
 
 from tcp_rules.cli import main
 from tcp_rules.diagnostics import Source
@@ -19,7 +25,7 @@ from tcp_rules.frontends.mlir.export import export_func, export_module
 from tcp_rules.inputs import random_inputs
 from tcp_rules.ir import Func, same_func, same_module
 from tcp_rules.optimize import OptOptions
-from tcp_rules.pipeline import load_module_file, optimize_func, run_func
+from tcp_rules.pipeline import load_module, load_module_file, optimize_func, run_func
 from tcp_rules.rules.library import load_standard_library
 
 DATA = Path(__file__).parent / "data" / "mlir"
@@ -237,3 +243,24 @@ def test_index_arguments_are_dims_given_by_dim(tmp_path: Path,
     assert "--dim arg1=N" in err
     code, out, _ = tcpr(capsys, "import", str(path), "--dim", "arg1=5")
     assert code == 0 and "-> f32[5, arg0_d1]" in out
+
+
+@settings(max_examples=40, deadline=None)
+@given(text=st.one_of(differential_programs(DIALECTS["f32"]),
+                      differential_programs(DIALECTS["i32"])))
+def test_random_programs_round_trip_through_mlir(text: str) -> None:
+    """Programs with ±inf, NaN, -0.0 and integer extremes as literals and clamp bounds read
+    back from their MLIR the same, bit for bit in every constant."""
+    func = load_module(Source("r.tcp", text)).funcs[0]
+    back = import_text(Source("r.mlir", export_func(func))).module.funcs[0]
+    assert same_func(func, back), export_func(func)
+
+
+@settings(max_examples=30, deadline=None)
+@given(func=structure_programs())
+def test_random_fused_programs_round_trip_through_mlir(func: Func) -> None:
+    """Every op in kernels (fuse_everything): one isolated group per kernel, read back as the
+    same kernels."""
+    fused = fuse_everything(func)
+    text = export_func(fused)
+    assert same_func(fused, import_text(Source("r.mlir", text)).module.funcs[0]), text
