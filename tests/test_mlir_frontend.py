@@ -264,3 +264,20 @@ def test_random_fused_programs_round_trip_through_mlir(func: Func) -> None:
     fused = fuse_everything(func)
     text = export_func(fused)
     assert same_func(fused, import_text(Source("r.mlir", text)).module.funcs[0]), text
+
+
+def test_legacy_tcp_concat_and_tensor_concat() -> None:
+    """mlir-tcp's tcp.concat (removed in its #50 for tensor.concat) and tensor.concat, which
+    is also how concat is written."""
+    text = """
+    func.func @c(%a: tensor<?x3xf32>, %b: tensor<?x3xf32>)
+        -> (tensor<?x6xf32>, tensor<?x3xf32>) {
+      %0 = tcp.concat %a, %b attributes {axis = 1 : i64} :
+             tensor<?x3xf32>, tensor<?x3xf32> -> tensor<?x6xf32>
+      %1 = tensor.concat dim(0) %a, %b : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x3xf32>
+      return %0, %1 : tensor<?x6xf32>, tensor<?x3xf32>
+    }"""
+    (func,) = import_text(Source("t.mlir", text)).module.funcs
+    # the first concat unifies b_d0 with a_d0
+    assert [str(t) for t in func.result_types] == ["f32[a_d0, 6]", "f32[2*a_d0, 3]"]
+    assert "tensor.concat dim(1) %a, %b" in export_func(func)

@@ -183,6 +183,9 @@ class _Printer:
             scope.line(f"%{res} = tcp.slice {args} {' '.join(groups)} : {sig}")
         elif name == "gather" and v.operands[0].type.rank == 1:
             scope.line(f"%{res} = tcp.gather {args} {{dim = {a['axis']} : index}} : {sig}")
+        elif name == "concat":  # as mlir-tcp writes it since it removed tcp.concat
+            scope.line(f"%{res} = tensor.concat dim({a['axis']}) {args} : "
+                       f"({', '.join(types)}) -> {out}")
         elif name == "broadcast" and _tcp_broadcast(v):
             src, dst = v.operands[0].type.dims, v.type.dims
             axes = [i for i, (x, y) in enumerate(zip(src, dst, strict=True)) if x != y]

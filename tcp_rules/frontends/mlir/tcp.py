@@ -362,6 +362,7 @@ def _table() -> Mapping[str, Handler]:
     for n in EXTENSION:
         table[f"tcpr.{n}"] = _extension(n)
     table["tcpr.load_matmul"] = _load_matmul
+    table["tcp.concat"] = _extension("concat")  # mlir-tcp before its #50 (now tensor.concat)
     return table
 
 
