@@ -19,6 +19,7 @@ from tcp_rules.frontends.mlir.export import export_func
 from tcp_rules.frontends.mlir.importer import _SHARED, TERMINATORS, import_function, import_text
 from tcp_rules.frontends.mlir.syntax import Elem, Op, Shaped, Word, parse_mlir
 from tcp_rules.frontends.mlir.tcp import OPS, REFUSED
+from tcp_rules.frontends.mlir.tensor import OPS as TENSOR_OPS
 from tcp_rules.frontends.mlir.views import functions, view, walk
 from tcp_rules.ir import Func, same_func
 from tcp_rules.types import Dim
@@ -53,7 +54,7 @@ def _readable(ops: list[Op], arg_types: list[Elem]) -> bool:
     """Only ops tcp-rules reads, on element types it has; tcp.gather only where it means
     our gather (rank 1: mlir-tcp's is torch.gather, ours numpy.take)."""
     refused = {f"tcp.{n}" for n, why in REFUSED.items() if why}
-    ops_ok = all(op.name in TERMINATORS or op.name in _SHARED
+    ops_ok = all(op.name in TERMINATORS or op.name in _SHARED or op.name in TENSOR_OPS
                  or (op.name in OPS and op.name not in refused) for op in ops)
     gathers_ok = all(_rank(view(op).operand_types[:1]) == 1 for op in ops
                      if op.name == "tcp.gather")

@@ -281,3 +281,21 @@ def test_legacy_tcp_concat_and_tensor_concat() -> None:
     # the first concat unifies b_d0 with a_d0
     assert [str(t) for t in func.result_types] == ["f32[a_d0, 6]", "f32[2*a_d0, 3]"]
     assert "tensor.concat dim(1) %a, %b" in export_func(func)
+
+
+def test_expand_and_collapse_shape_are_reshapes() -> None:
+    text = """
+    func.func @r(%a: tensor<?x4xf32>) -> (tensor<?x2x2xf32>, tensor<?xf32>) {
+      %c0 = arith.constant 0 : index
+      %n = tensor.dim %a, %c0 : tensor<?x4xf32>
+      %0 = tensor.expand_shape %a [[0], [1, 2]] output_shape [%n, 2, 2]
+             : tensor<?x4xf32> into tensor<?x2x2xf32>
+      %1 = tensor.collapse_shape %a [[0, 1]] : tensor<?x4xf32> into tensor<?xf32>
+      return %0, %1 : tensor<?x2x2xf32>, tensor<?xf32>
+    }"""
+    (func,) = import_text(Source("t.mlir", text)).module.funcs
+    assert [str(t) for t in func.result_types] == ["f32[a_d0, 2, 2]", "f32[4*a_d0]"]
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    got = run_func(func, [x], "reference")
+    np.testing.assert_array_equal(got[0], x.reshape(3, 2, 2))
+    np.testing.assert_array_equal(got[1], x.reshape(12))

@@ -8,8 +8,8 @@ are unified, the later-named into the earlier, and the function is read again wi
 unified types. An ``index`` argument is a dim of its own (``--dim arg1=8`` sizes it).
 
 Ops are read by their dialect's table, ``OPS`` in the module :data:`DIALECTS` names, mapping an
-op name to a handler ``(ctx, op) -> results``; the ops that carry shapes and calls (``arith``
-index constants and arithmetic, ``tensor.dim``, ``func.call``, ``return``) are read here.
+op name to a handler ``(ctx, op) -> results``; ``arith`` and ``tensor`` (index values, shapes)
+are read by tensor.py, calls and ``return`` here.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tcp_rules import build as tb
 from tcp_rules.build import Literal, make_apply
 from tcp_rules.diagnostics import Source, TcpError
 from tcp_rules.frontends import Imported, identifier
-from tcp_rules.frontends.mlir.attrs import error, integer, shaped
+from tcp_rules.frontends.mlir.attrs import error, shaped
 from tcp_rules.frontends.mlir.syntax import (
     Block,
     Elem,
@@ -45,7 +45,9 @@ Handler = Callable[["FuncContext", Op], Sequence[Result]]
 
 # dialect prefix -> the module whose OPS table reads its ops
 DIALECTS: dict[str, str] = {"tcp": "tcp_rules.frontends.mlir.tcp",
-                            "tcpr": "tcp_rules.frontends.mlir.tcp"}
+                            "tcpr": "tcp_rules.frontends.mlir.tcp",
+                            "arith": "tcp_rules.frontends.mlir.tensor",
+                            "tensor": "tcp_rules.frontends.mlir.tensor"}
 TERMINATORS = frozenset({"return", "func.return", "tcp.yield", "stablehlo.return"})
 
 
@@ -216,47 +218,7 @@ class FuncContext:
         return handler(self, op)
 
 
-# shared ops: index arithmetic, tensor.dim, calls ------------------------------------------
-
-def _arith_constant(ctx: FuncContext, op: Op) -> Sequence[Result]:
-    v = view(op)
-    head = [e for e in op.body if not isinstance(e, Word) or e.text != "attributes"]
-    if v.operand_types and isinstance(v.operand_types[0], Word) \
-            and v.operand_types[0].text == "index":
-        return [Dim.of(integer(head[0] if head else op.body, op.span, "index constant"))]
-    raise error("arith.constant is read only for index values (tensor constants: tcp.const)",
-                op.span)
-
-
-def _tensor_dim(ctx: FuncContext, op: Op) -> Sequence[Result]:
-    v = view(op)
-    if len(v.operands) != 2:
-        raise error("tensor.dim takes a tensor and an index", op.span)
-    t = ctx.operand(v.operands[0])
-    axis = ctx.index(v.operands[1]).const
-    if axis is None or not 0 <= axis < t.type.rank:
-        raise error(f"tensor.dim: axis must be a constant in [0, {t.type.rank})", op.span)
-    return [t.type.dims[axis]]
-
-
-def _index_binary(fn: Callable[[Dim, Dim], Dim]) -> Handler:
-    def read(ctx: FuncContext, op: Op) -> Sequence[Result]:
-        v = view(op)
-        if len(v.operands) != 2:
-            raise error(f"{op.name} takes two index values", op.span)
-        return [fn(ctx.index(v.operands[0]), ctx.index(v.operands[1]))]
-    return read
-
-
-def _tensor_concat(ctx: FuncContext, op: Op) -> Sequence[Result]:
-    """``tensor.concat dim(0) %a, %b : (...) -> t`` is our concat."""
-    v = view(op)
-    g = v.groups.get("dim")
-    axis = integer(g.items if g else [], op.span, "tensor.concat dim")
-    args: list[TValue | Literal] = [ctx.operand(e) for e in v.operands]
-    return [ctx.apply("concat", args, {"axis": axis}, op,
-                      v.result_types[0] if v.result_types else None)]
-
+# calls ------------------------------------------------------------------------------------
 
 def _call(ctx: FuncContext, op: Op) -> Sequence[Result]:
     """A call inlines the callee (a private function of the same file)."""
@@ -275,13 +237,7 @@ def _call(ctx: FuncContext, op: Op) -> Sequence[Result]:
                            {a.name: x for a, x in zip(callee.args, args, strict=True)})
 
 
-_SHARED: dict[str, Handler] = {
-    "arith.constant": _arith_constant, "tensor.dim": _tensor_dim,
-    "arith.addi": _index_binary(lambda a, b: a + b),
-    "arith.subi": _index_binary(lambda a, b: a - b),
-    "arith.muli": _index_binary(lambda a, b: a * b),
-    "func.call": _call, "call": _call, "tensor.concat": _tensor_concat,
-}
+_SHARED: dict[str, Handler] = {"func.call": _call, "call": _call}
 
 
 # functions and files ------------------------------------------------------------------------
