@@ -81,16 +81,14 @@ class FuncContext:
         """The tensor an operand names."""
         v = self.lookup(e)
         if not isinstance(v, TValue):
-            raise error(f"%{e.name} is an index, where a tensor is expected",  # type: ignore[union-attr]
-                        e.span)
+            raise error(f"{render(e)} is an index, where a tensor is expected", e.span)
         return v
 
     def index(self, e: Elem) -> Dim:
         """The dim an ``index`` operand names."""
         v = self.lookup(e)
         if not isinstance(v, Dim):
-            raise error(f"%{e.name} is a tensor, where an index is expected",  # type: ignore[union-attr]
-                        e.span)
+            raise error(f"{render(e)} is a tensor, where an index is expected", e.span)
         return v
 
     def lookup(self, e: Elem) -> Result:

@@ -50,25 +50,32 @@ def before(items: Sequence[Elem], sep: str) -> tuple[list[Elem], list[Elem] | No
 
 def named(items: Sequence[Elem]) -> dict[str, tuple[Word, list[Elem]]]:
     """The ``name = value`` pairs among the elements (``dims = [0]``), by name; each value runs
-    to the next top-level comma or the next ``name =``."""
+    to the next top-level comma or colon, or the next ``name =``."""
     out: dict[str, tuple[Word, list[Elem]]] = {}
     i = 0
     while i < len(items):
         e = items[i]
-        if (isinstance(e, Word) and e.args is None and i + 1 < len(items)
-                and isinstance(items[i + 1], Punct) and items[i + 1].text == "="):  # type: ignore[union-attr]
+        if isinstance(e, Word) and _is_pair(items, i):
             j = i + 2
-            while j < len(items) and not (isinstance(items[j], Punct)
-                                          and items[j].text in (",", ":")):  # type: ignore[union-attr]
-                if (j + 1 < len(items) and isinstance(items[j], Word)
-                        and isinstance(items[j + 1], Punct) and items[j + 1].text == "="):  # type: ignore[union-attr]
-                    break
+            while j < len(items) and not _is_punct(items[j], ",", ":") \
+                    and not _is_pair(items, j):
                 j += 1
             out[e.text] = (e, list(items[i + 2:j]))
             i = j
         else:
             i += 1
     return out
+
+
+def _is_punct(e: Elem, *texts: str) -> bool:
+    return isinstance(e, Punct) and e.text in texts
+
+
+def _is_pair(items: Sequence[Elem], i: int) -> bool:
+    """Is ``items[i]`` the name of a ``name = value`` pair?"""
+    e = items[i]
+    return (isinstance(e, Word) and e.args is None and i + 1 < len(items)
+            and _is_punct(items[i + 1], "="))
 
 
 def span_of_elems(items: Sequence[Node], default: Span) -> Span:
@@ -114,11 +121,14 @@ def read_func(op: Op) -> FuncOp:
     """Read ``func.func [visibility] @name(args) -> results [attributes {...}] {body}``."""
     items = list(op.body)
     visibility = "public"
-    if items and isinstance(items[0], Word) and items[0].text in ("public", "private", "nested"):
-        visibility = items.pop(0).text  # type: ignore[union-attr]
-    if not items or not isinstance(items[0], Symbol):
+    first = items[0] if items else None
+    if isinstance(first, Word) and first.text in ("public", "private", "nested"):
+        visibility = first.text
+        items.pop(0)
+    sym = items.pop(0) if items else None
+    if not isinstance(sym, Symbol):
         raise TcpError.at(f"{op.name}: expected the function's name (@name)", op.name_span)
-    name = items.pop(0).name  # type: ignore[union-attr]
+    name = sym.name
     if not items or not isinstance(items[0], Group) or items[0].open != "(":
         raise TcpError.at(f"{op.name} @{name}: expected its argument list", op.name_span)
     params = items.pop(0)
