@@ -299,3 +299,17 @@ def test_expand_and_collapse_shape_are_reshapes() -> None:
     got = run_func(func, [x], "reference")
     np.testing.assert_array_equal(got[0], x.reshape(3, 2, 2))
     np.testing.assert_array_equal(got[1], x.reshape(12))
+
+
+def test_every_function_error_is_reported_at_once(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "two.mlir"
+    path.write_text(
+        "func.func @a(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %0 = tcp.exp %x : tensor<4xf32> -> tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n"
+        "func.func @b(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %0 = tcp.tanh %x : tensor<4xf32> -> tensor<5xf32>\n  return %0 : tensor<4xf32>\n}\n")
+    code, _, err = tcpr(capsys, "check", str(path))
+    lines = [x for x in err.splitlines() if ": error: " in x]
+    assert code == 1 and [x.split(": error: ")[0] for x in lines] == [f"{path}:2:8",
+                                                                       f"{path}:6:39"], err

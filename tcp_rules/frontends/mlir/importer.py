@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tcp_rules import build as tb
 from tcp_rules.build import Literal, make_apply
-from tcp_rules.diagnostics import Source, TcpError
+from tcp_rules.diagnostics import Diagnostic, Source, TcpError
 from tcp_rules.frontends import Imported, identifier
 from tcp_rules.frontends.mlir.attrs import error, shaped
 from tcp_rules.frontends.mlir.syntax import (
@@ -308,11 +308,23 @@ def import_file(file: MlirFile, dims: Mapping[str, Dim] | None = None) -> Import
         raise TcpError.at(f"{file.source.name}: no public func.func to import", stage="import")
     out: list[Func] = []
     aliases: dict[str, str] = {}
+    problems: list[Diagnostic] = []  # the first error of each function, all reported at once
     for fn in public:
-        func, names = import_function(file, fn, dims, by_name)
+        try:
+            func, names = import_function(file, fn, dims, by_name)
+        except TcpError as e:
+            problems.extend(e.diagnostics)
+            continue
         out.append(func)
         aliases.update({f"{fn.name}:%{k}" if len(public) > 1 else f"%{k}": v
                         for k, v in names.items()})
+    if problems:
+        raise TcpError(problems, "import")
+    seen: set[str] = set()
+    for f in out:  # MLIR refuses a symbol defined twice too
+        if f.name in seen:
+            raise error(f"a second function named {f.name}", f.span)
+        seen.add(f.name)
     return Imported(Module(tuple(out)), aliases=aliases)
 
 
