@@ -211,8 +211,13 @@ class FuncContext:
                         op.name_span)
         handler = table.get(op.name)
         if handler is None:
+            ours = f"tcpr.{op.name.split('.', 1)[1]}"
+            own = [n for n in sorted(table) if n.startswith(dialect + ".")]
+            hint = (f"mlir-tcp has no such op; tcp-rules writes its own as {ours}"
+                    if ours in table and dialect == "tcp" else f"{dialect} ops read: "
+                    f"{', '.join(own)}")
             raise error(f"unknown op '{op.name}' (not in tcp-rules' {dialect} importer)",
-                        op.name_span, hint=f"{dialect} ops read: {', '.join(sorted(table))}")
+                        op.name_span, hint=hint)
         return handler(self, op)
 
 
