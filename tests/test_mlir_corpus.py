@@ -22,6 +22,8 @@ from tcp_rules.frontends.mlir.tcp import OPS, REFUSED
 from tcp_rules.frontends.mlir.tensor import OPS as TENSOR_OPS
 from tcp_rules.frontends.mlir.views import functions, view, walk
 from tcp_rules.ir import Func, same_func
+from tcp_rules.pipeline import load_module
+from tcp_rules.printer import print_func
 from tcp_rules.types import Dim
 
 CORPUS = Path(__file__).parent / "data" / "mlir" / "mlir-tcp"
@@ -132,7 +134,11 @@ def test_functions_mlir_tcp_refuses_are_refused() -> None:
 @pytest.mark.parametrize("row", [r for r in corpus() if r.result is not None],
                          ids=lambda r: f"{r.path}@{r.func}")
 def test_imported_function_round_trips(row: Outcome) -> None:
+    """Exported to MLIR and read back, and printed as a .tcp program and parsed back: the
+    same program (the names import makes are names the program language takes)."""
     assert row.result is not None
     text = export_func(row.result)
     back = import_text(Source("exported.mlir", text)).module.funcs[0]
     assert same_func(row.result, back), text
+    printed = print_func(row.result)
+    assert same_func(row.result, load_module(Source("printed.tcp", printed)).funcs[0]), printed
