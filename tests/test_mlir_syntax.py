@@ -19,7 +19,8 @@ def parse(text: str, name: str = "t.mlir"):  # type: ignore[no-untyped-def]
     return parse_mlir(Source(name, text))
 
 
-@pytest.mark.parametrize("name", ["syntax_forms", "stablehlo_softmax", "stablehlo_mlp"])
+@pytest.mark.parametrize("name", ["syntax_forms", "stablehlo_softmax", "stablehlo_mlp",
+                                  "stablehlo_layernorm", "stablehlo_misc"])
 def test_tree_listing(name: str, golden: Callable[[str, str], None]) -> None:
     path = DATA / f"{name}.mlir"
     golden(f"mlir/{name}.tree.txt", format_tree(parse(path.read_text(), path.name)))
@@ -106,3 +107,14 @@ def test_syntax_errors_are_positioned(text: str, where: tuple[int, int], needle:
     (d,) = e.value.diagnostics
     assert d.span is not None and (d.span.line, d.span.col) == where, d.render()
     assert needle in d.message and d.render().startswith(f"t.mlir:{where[0]}:{where[1]}: error")
+
+
+def test_generic_form_properties_read_as_attributes() -> None:
+    """MLIR's properties, ``<{...}>`` after a generic op's operands (JAX's gather)."""
+    f = parse('%0 = "stablehlo.gather"(%a, %i) <{indices_are_sorted = false, slice_sizes = '
+              'array<i64: 1, 4>}> {x = 1} : (tensor<4x4xf32>, tensor<2x1xi32>) -> tensor<2x4xf32>')
+    v = view(f.ops[0])
+    assert [x.name for x in v.operands] == ["a", "i"]
+    assert v.attrs is not None and [e.name for e in v.attrs.entries] == [
+        "indices_are_sorted", "slice_sizes", "x"]
+    assert [render(t) for t in v.result_types] == ["tensor<2x4xf32>"]

@@ -107,9 +107,11 @@ class Entry(Node):
 
 @dataclass(frozen=True)
 class Dict(Node):
-    """An attribute dictionary, ``{dim = 0 : index, jax.result_info = "r"}``."""
+    """An attribute dictionary, ``{dim = 0 : index, jax.result_info = "r"}``, or a generic-form
+    op's properties, ``<{slice_sizes = array<i64: 1, 4>}>``."""
 
     entries: tuple[Entry, ...] = ()
+    props: bool = False  # a generic-form op's properties, <{...}>
 
     def get(self, name: str) -> Entry | None:
         return next((e for e in self.entries if e.name == name), None)
@@ -286,6 +288,9 @@ class _Builder(Transformer[Token, Any]):
 
     def dict(self, meta: Any, children: list[Any]) -> Dict:
         return Dict(self.sp(meta), tuple(c for c in children if isinstance(c, Entry)))
+
+    def props(self, meta: Any, children: list[Any]) -> Dict:
+        return Dict(self.sp(meta), tuple(c for c in children if isinstance(c, Entry)), True)
 
     def type_elem(self, meta: Any, children: list[Any]) -> Elem:
         if isinstance(children[0], Shaped):

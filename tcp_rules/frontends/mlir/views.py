@@ -170,8 +170,9 @@ class OpView:
     ``words`` the other bare words; after the ``:``, the types before ``->`` are
     ``operand_types`` and those after are ``result_types`` (a pretty form with one type list
     and no ``->``, ``stablehlo.add %a, %b : tensor<4xf32>``, gives only ``operand_types``).
-    Generic form ``"tcp.add"(%a, %b) {attrs} : (t, t) -> t``: the values in the first
-    parentheses, the dictionary, the functional type. ``regions`` are the op's regions.
+    Generic form ``"tcp.add"(%a, %b) <{props}> {attrs} : (t, t) -> t``: the values in the
+    first parentheses, the properties and attributes (as one dictionary), the functional
+    type. ``regions`` are the op's regions.
     """
 
     op: Op
@@ -198,8 +199,8 @@ def view(op: Op) -> OpView:
         prev = head[i - 1] if i else None
         if isinstance(e, Value):
             operands.append(e)
-        elif isinstance(e, Dict):
-            attrs = e
+        elif isinstance(e, Dict):  # properties and attributes read as one dictionary
+            attrs = e if attrs is None else Dict(e.span, attrs.entries + e.entries)
         elif isinstance(e, Group) and e.open == "(":
             if op.generic and i == 0:
                 operands.extend(x for x in e.items if isinstance(x, Value))
