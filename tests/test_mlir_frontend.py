@@ -313,3 +313,22 @@ def test_every_function_error_is_reported_at_once(tmp_path: Path,
     lines = [x for x in err.splitlines() if ": error: " in x]
     assert code == 1 and [x.split(": error: ")[0] for x in lines] == [f"{path}:2:8",
                                                                        f"{path}:6:39"], err
+
+
+def test_multiples_of_symbols_round_trip() -> None:
+    """f32[2*N]: bound by an affine map (s0 * 2), N read back as tensor.dim / 2."""
+    module = load_module_file(DATA / "composite_dims.tcp")
+    text = export_module(module)
+    assert "affine_map<()[s0] -> (s0 * 2)>" in text and "arith.divui" in text
+    assert same_module(module, import_text(Source("x.mlir", text)).module), text
+
+
+def test_affine_symbolic_shapes() -> None:
+    text = """
+    func.func @f(%a: tensor<?x?xf32>) -> tensor<?x?xf32> {
+      %s = tcp.symbolic_int "s" {min_val = 1, max_val = 64} : i64
+      tcp.bind_symbolic_shape %a, [%s], affine_map<()[s0] -> (s0 * 3, s0 + 1)> : tensor<?x?xf32>
+      return %a : tensor<?x?xf32>
+    }"""
+    (func,) = import_text(Source("t.mlir", text)).module.funcs
+    assert str(func.params[0].type) == "f32[3*s, s + 1]"

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from tcp_rules.diagnostics import TcpError
 from tcp_rules.frontends.mlir.attrs import MLIR_ELEMENT
 from tcp_rules.frontends.mlir.tcp import BINARY, UNARY
 from tcp_rules.ir import Apply, Func, Module, Param, Value
@@ -62,11 +63,21 @@ def _dense_text(arr: np.ndarray, dtype: DType) -> str:
 class _Scope:
     """The values one region can name: its tensors, and the index values made in it."""
 
-    def __init__(self, printer: _Printer, indent: str, sources: dict[str, tuple[str, int, str]]):
+    def __init__(self, printer: _Printer, indent: str) -> None:
         self.p, self.indent = printer, indent
         self.names: dict[int, str] = {}  # id(value) -> SSA name
         self.index: dict[Dim, str] = {}
-        self.sources = sources  # symbol -> (tensor name, axis, its MLIR type)
+        # symbol -> (tensor name, axis, its MLIR type, k): the axis is k * symbol
+        self.sources: dict[str, tuple[str, int, str, int]] = {}
+
+    def add_source(self, name: str, t: TensorType) -> None:
+        """Where this scope reads its symbols: ``t``'s axes of size s or k * s (k > 0)."""
+        for axis, d in enumerate(t.dims):
+            if len(d.terms) == 1 and len(d.terms[0][0]) == 1 and d.terms[0][1] > 0:
+                (sym,), k = d.terms[0]
+                old = self.sources.get(sym)
+                if old is None or old[3] > k:  # a plain s rather than k * s
+                    self.sources[sym] = (name, axis, mlir_type(t), k)
 
     def line(self, text: str) -> None:
         self.p.lines.append(self.indent + text)
@@ -80,9 +91,15 @@ class _Scope:
             name = self.p.fresh(f"c{c}" if c >= 0 else f"c_neg{-c}")
             self.line(f"%{name} = arith.constant {c} : index")
         elif s is not None:
-            tensor, axis, typ = self.sources[s]
+            if s not in self.sources:
+                raise TcpError.at(f"cannot write dim {s} in MLIR: no argument has an axis of "
+                                  f"size {s} or k*{s}", stage="export")
+            tensor, axis, typ, k = self.sources[s]
             name = self.p.fresh(f"dim_{s}")
             self.line(f"%{name} = tensor.dim %{tensor}, %{self.dim(Dim.of(axis))} : {typ}")
+            if k != 1:  # the axis is k * s
+                whole, name = name, self.p.fresh(f"dim_{s}")
+                self.line(f"%{name} = arith.divui %{whole}, %{self.dim(Dim.of(k))} : index")
         else:
             total: str | None = None
             for mono, coeff in d.terms:
@@ -252,17 +269,15 @@ class _Printer:
             if isinstance(val, tuple) for d in val if isinstance(d, Dim) for s in d.symbols}
         have = {s for t in loaded for s in t.type.symbols}
         for s in sorted(need - have):  # a dim no loaded tensor has: read from a parameter
-            loaded.append(next(p for p in self.params if s in p.type.symbols))
+            loaded.extend(p for p in self.params if s in p.type.symbols and p not in loaded)
         res = self.number()
-        inner = _Scope(self, scope.indent + "  ", {})
+        inner = _Scope(self, scope.indent + "  ")
         args: list[str] = []
         for t in loaded:
             b = self.fresh(f"b{len(args)}")
             inner.names[id(t)] = b
             args.append(f"%{b}: {mlir_type(t.type)}")
-            for axis, d in enumerate(t.type.dims):
-                if d.symbol is not None and d.symbol not in inner.sources:
-                    inner.sources[d.symbol] = (b, axis, mlir_type(t.type))
+            inner.add_source(b, t.type)
         for u in inside:
             if isinstance(u, Apply) and u.op.name == "load":
                 inner.names[id(u)] = inner.names[id(u.operands[0])]
@@ -289,38 +304,47 @@ class _Printer:
         rt = [mlir_type(t) for t in f.result_types]
         results = rt[0] if len(rt) == 1 else f"({', '.join(rt)})"
         self.lines.append(f"func.func @{f.name}({sig}) -> {results} {{")
-        scope = _Scope(self, "  ", {})
+        scope = _Scope(self, "  ")
         for p in f.params:
             scope.names[id(p)] = p.param
-            for axis, d in enumerate(p.type.dims):
-                if d.symbol is not None and d.symbol not in scope.sources:
-                    scope.sources[d.symbol] = (p.param, axis, mlir_type(p.type))
+            scope.add_source(p.param, p.type)
         self._bind_symbols(f, scope)
         outs = [self.value(r, scope) for r in f.results]
         scope.line(f"return {', '.join('%' + o for o in outs)} : {', '.join(rt)}")
         self.lines.append("}")
 
     def _bind_symbols(self, f: Func, scope: _Scope) -> None:
-        """Name the symbolic dims (tcp.symbolic_int) and bind them to the parameters."""
+        """Name the symbolic dims (tcp.symbolic_int) and bind them to the parameters (affine
+        dims: sums of multiples of symbols; a parameter with a product of symbols is not
+        bound)."""
         syms: dict[str, str] = {}
         for p in f.params:
-            for d in p.type.dims:
-                if d.symbol is not None and d.symbol not in syms:
-                    syms[d.symbol] = self.fresh(f"sym_{d.symbol}")
-                    scope.line(f'%{syms[d.symbol]} = tcp.symbolic_int "{d.symbol}" '
+            for s in sorted(p.type.symbols):
+                if s not in syms:
+                    syms[s] = self.fresh(f"sym_{s}")
+                    scope.line(f'%{syms[s]} = tcp.symbolic_int "{s}" '
                                f"{{min_val = 0, max_val = 9223372036854775807}} : i64")
         for p in f.params:
-            named = sorted({d.symbol for d in p.type.dims if d.symbol is not None},
-                           key=list(syms).index)
-            if not named:
+            named = sorted(p.type.symbols, key=list(syms).index)
+            if not named or any(len(m) > 1 for d in p.type.dims for m, _ in d.terms):
                 continue
             local = {s: f"s{i}" for i, s in enumerate(named)}
-            exprs = ", ".join(local[d.symbol] if d.symbol is not None else
-                              str(d.const if d.const is not None else "?") for d in p.type.dims)
+            exprs = ", ".join(_affine(d, local) for d in p.type.dims)
             scope.line(f"tcp.bind_symbolic_shape %{p.param}, "
                        f"[{', '.join('%' + syms[s] for s in named)}], "
                        f"affine_map<()[{', '.join(local.values())}] -> ({exprs})> : "
                        f"{mlir_type(p.type)}")
+
+
+def _affine(d: Dim, local: dict[str, str]) -> str:
+    """An affine dim as MLIR writes it: ``s0``, ``s0 * 2 + 1``, ``4``."""
+    parts = []
+    for mono, coeff in d.terms:
+        if not mono:
+            parts.append(str(coeff))
+        else:
+            parts.append(local[mono[0]] if coeff == 1 else f"{local[mono[0]]} * {coeff}")
+    return " + ".join(parts) if parts else "0"
 
 
 def _body_values(body: Value) -> list[Value]:

@@ -138,8 +138,9 @@ class FuncContext:
                             f"{render(declared)}", declared.span)
 
     def unify(self, a: Dim, b: Dim) -> bool:
-        """Make ``a`` and ``b`` equal by binding a symbol; restarts the import when it binds
-        one; False when they cannot be made equal (two different sizes, expressions)."""
+        """Make ``a`` and ``b`` equal by binding a symbol (to a symbol, a size or an expression
+        without it); restarts the import when it binds one; False when they cannot be made
+        equal (two different sizes, two expressions)."""
         a, b = self.dim(a), self.dim(b)
         if a == b:
             return True
@@ -149,9 +150,9 @@ class FuncContext:
             rank = {s: i for i, s in enumerate(self.order)}
             keep, drop = sorted((sa, sb), key=lambda s: rank.get(s, -1))
             self.bindings[drop] = Dim.of(keep)
-        elif sa is not None and b.const is not None:
-            self.bindings[sa] = b
-        elif sb is not None and a.const is not None:
+        elif sa is not None and sa not in b.symbols and (sb is None or sa in self.order):
+            self.bindings[sa] = b  # a size, or an expression of other symbols (2*N)
+        elif sb is not None and sb not in a.symbols:
             self.bindings[sb] = a
         else:
             return False

@@ -27,8 +27,8 @@ from tcp_rules.frontends.mlir.attrs import (
     shaped,
 )
 from tcp_rules.frontends.mlir.importer import FuncContext, Handler, Result
-from tcp_rules.frontends.mlir.syntax import Elem, Group, Op, Punct, Str, Value, Word
-from tcp_rules.frontends.mlir.views import OpView, render, view
+from tcp_rules.frontends.mlir.syntax import Elem, Group, Number, Op, Punct, Str, Value, Word
+from tcp_rules.frontends.mlir.views import OpView, render, split, view
 from tcp_rules.ir import Apply
 from tcp_rules.ir import Value as TValue
 from tcp_rules.ops import OPS as TABLE
@@ -283,14 +283,35 @@ def _symbolic(ctx: FuncContext, op: Op) -> Sequence[Result]:
     arrow = next((i for i, e in enumerate(amap.args) if isinstance(e, Punct)
                   and e.text == "->"), None)
     res = amap.args[arrow + 1] if arrow is not None and arrow + 1 < len(amap.args) else None
-    exprs = [p for p in (res.items if isinstance(res, Group) else ())
-             if not (isinstance(p, Punct) and p.text == ",")]
+    exprs = split(res.items) if isinstance(res, Group) else []
     if len(exprs) == x.type.rank and len(local) == len(sym_values):
         env = dict(zip(local, sym_values, strict=True))
         for d, e in zip(x.type.dims, exprs, strict=True):
-            if isinstance(e, Word) and e.text in env:  # plain symbols; expressions unchecked
-                ctx.unify(d, env[e.text])
+            value = _affine(e, env)
+            if value is not None:  # floordiv, mod, ...: not checked
+                ctx.unify(d, value)
     return []
+
+
+def _affine(items: Sequence[Elem], env: Mapping[str, Dim]) -> Dim | None:
+    """An affine expression of symbols, sums of products (``s0 * 2 + 1``), as a dim."""
+    total, term, sign = Dim.of(0), Dim.of(1), 1
+    for i, e in enumerate(items):
+        after_operand = i > 0 and not isinstance(items[i - 1], Punct)
+        if isinstance(e, Punct) and e.text in ("+", "-"):
+            total, term, sign = total + term * sign, Dim.of(1), 1 if e.text == "+" else -1
+        elif isinstance(e, Punct) and e.text == "*":
+            continue
+        elif isinstance(e, Number) and isinstance(e.value, int) and not e.is_hex:
+            if e.value < 0 and after_operand:  # "s0 -1" lexes as s0, -1
+                total, term, sign = total + term * sign, Dim.of(-e.value), -1
+            else:
+                term = term * e.value
+        elif isinstance(e, Word) and e.text in env:
+            term = term * env[e.text]
+        else:
+            return None
+    return total + term * sign
 
 
 # tcpr.<op>: our ops, their dims attributes as index groups, the rest as attributes ---------

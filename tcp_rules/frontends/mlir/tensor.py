@@ -99,11 +99,25 @@ def _output_shape(ctx: FuncContext, op: Op) -> list[Dim] | None:
     return None
 
 
+def _index_div(ctx: FuncContext, op: Op) -> Sequence[Result]:
+    """``arith.divui %d, %c2``: exact division of a dim by a constant (k * s / k)."""
+    v = view(op)
+    if len(v.operands) != 2:
+        raise error(f"{op.name} takes two index values", op.span)
+    a, b = ctx.index(v.operands[0]), ctx.index(v.operands[1])
+    k = b.const
+    if k is None or k <= 0 or any(c % k for _, c in a.terms):
+        raise error(f"{op.name}: tcp-rules divides dims only exactly, by a constant "
+                    f"({a} / {b})", op.span)
+    return [Dim._norm({m: c // k for m, c in a.terms})]
+
+
 OPS: Mapping[str, Handler] = {
     "arith.constant": _arith_constant, "tensor.dim": _tensor_dim,
     "arith.addi": _index_binary(lambda a, b: a + b),
     "arith.subi": _index_binary(lambda a, b: a - b),
     "arith.muli": _index_binary(lambda a, b: a * b),
+    "arith.divui": _index_div, "arith.divsi": _index_div,
     "tensor.concat": _tensor_concat,
     "tensor.expand_shape": _reshape, "tensor.collapse_shape": _reshape,
 }
