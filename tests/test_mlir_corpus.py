@@ -55,7 +55,7 @@ def _chunks(text: str) -> list[str]:
 def _readable(ops: list[Op], arg_types: list[Elem]) -> bool:
     """Only ops tcp-rules reads, on element types it has; tcp.gather only where it means
     our gather (rank 1: mlir-tcp's is torch.gather, ours numpy.take)."""
-    refused = {f"tcp.{n}" for n, why in REFUSED.items() if why}
+    refused = {f"tcp.{n}" for n in REFUSED}
     ops_ok = all(op.name in TERMINATORS or op.name in _SHARED or op.name in TENSOR_OPS
                  or (op.name in OPS and op.name not in refused) for op in ops)
     gathers_ok = all(_rank(view(op).operand_types[:1]) == 1 for op in ops

@@ -43,8 +43,7 @@ BINARY = ("add", "sub", "mul", "atan2")
 EXTENSION = tuple(n for n in TABLE if n not in UNARY + BINARY + (
     "clamp", "cast", "splat", "dense", "load", "kernel", "load_matmul"))
 REFUSED = {"custom_op": "a custom op is opaque to tcp-rules",
-           "gather_nd": "tcp-rules has no gather over several dims",
-           "symbolic_int": None, "bind_symbolic_shape": None}
+           "gather_nd": "tcp-rules has no gather over several dims"}
 
 
 def _one_result(ctx: FuncContext, v: OpView) -> None:
@@ -257,8 +256,6 @@ def _refused(ctx: FuncContext, op: Op) -> Sequence[Result]:
         inner = next((e for e in target.items if isinstance(e, Str)), None) if target else None
         what = f' ("{inner.value}")' if inner is not None else ""
         raise error(f"tcp.custom_op{what} is not supported: {REFUSED[name]}", op.name_span)
-    if name in ("symbolic_int", "bind_symbolic_shape"):
-        return _symbolic(ctx, op)
     raise error(f"{op.name} is not supported: {REFUSED[name]}", op.name_span)
 
 
@@ -380,6 +377,7 @@ def _table() -> Mapping[str, Handler]:
                   "tcp.group": _group, "tcp.isolated_group": _isolated_group})
     for n in REFUSED:
         table[f"tcp.{n}"] = _refused
+    table["tcp.symbolic_int"] = table["tcp.bind_symbolic_shape"] = _symbolic
     for n in EXTENSION:
         table[f"tcpr.{n}"] = _extension(n)
     table["tcpr.load_matmul"] = _load_matmul
