@@ -152,6 +152,10 @@ def test_cli_import_opt_emit_mlir(capsys: pytest.CaptureFixture[str],
     golden("mlir/tcp_groups.opt.mlir", out)
     code, out, _ = tcpr(capsys, "check", path)
     assert code == 0
+    # docs/frontends/mlir.md's worked example
+    code, out, _ = tcpr(capsys, "opt", str(DATA / "tcp_layer.mlir"), "--emit", "mlir")
+    assert code == 0
+    golden("mlir/tcp_layer.opt.mlir", out)
 
 
 BAD = {  # file name -> (text, where the error points, what it says)
