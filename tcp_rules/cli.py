@@ -537,7 +537,7 @@ def _check_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _import_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="an ONNX model file")
+    p.add_argument("model", help="an ONNX model or MLIR (tcp dialect) file")
     p.add_argument("-o", "--out", metavar="OUT.tcp",
                    help="write the program here, and its weights to OUT.weights.npz")
     _dim_argument(p)
@@ -580,9 +580,10 @@ def _opt_command_arguments(p: argparse.ArgumentParser) -> None:
     _opt_arguments(p)
     p.add_argument("--json", action="store_true",
                    help="programs, reports and kernels as JSON")
-    p.add_argument("--emit", choices=("ast", "egglog", "report", "program", "kernels"),
-                   help="print this stage and stop (program: the optimized program; kernels: "
-                        "the loop nests it compiles to)")
+    p.add_argument("--emit", choices=("ast", "egglog", "report", "program", "mlir", "kernels"),
+                   help="print this stage and stop (program: the optimized program; mlir: it "
+                        "as MLIR, kernels as tcp.isolated_group; kernels: the loop nests it "
+                        "compiles to)")
     p.add_argument("--run", action="store_true",
                    help="compile and time each kernel on random inputs (sizes from --size, "
                         "else --default-size)")
@@ -624,7 +625,7 @@ def _ops_arguments(p: argparse.ArgumentParser) -> None:
 
 COMMANDS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None]], ...] = (
     ("check", "parse and check programs and rule files", _check_arguments),
-    ("import", "import a model (.onnx) as a TCP program", _import_arguments),
+    ("import", "import a model (.onnx, .mlir) as a TCP program", _import_arguments),
     ("run", "run a program on input arrays", _run_arguments),
     ("demo", "the main job on the bundled examples", _demo_arguments),
     ("opt", "optimize a program by equality saturation", _opt_command_arguments),

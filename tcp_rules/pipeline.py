@@ -1,7 +1,7 @@
 """The pipeline: one function of named stages; ``--emit STAGE`` prints a stage and stops there.
 
     source ─parse─▶ ast ─typecheck─▶ program ─(rules: egglog ─saturate─▶ report)─▶ optimized
-           ─lower, compile─▶ llvm ─run─▶ results
+           (─▶ mlir: as MLIR text) ─lower, compile─▶ llvm ─run─▶ results
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the optimizer's stages load egglog: imported when a program
     from tcp_rules.verify.translation import Validation
 
 PROGRAM_STAGES = ("ast", "program")
-OPT_STAGES = ("egglog", "report", "optimized", "kernels")
+OPT_STAGES = ("egglog", "report", "optimized", "mlir", "kernels")
 
 
 class EmitStop(Exception):
@@ -68,12 +68,15 @@ def load_module_file(path: str | Path, emit: Emitter | None = None) -> Module:
     return load_module(read_source(path), emit)
 
 
-IMPORTERS = {".onnx": "tcp_rules.frontends.onnx"}
+# suffix -> (module, its import function(path, dims) -> Imported, the extra it needs)
+IMPORTERS = {".onnx": ("tcp_rules.frontends.onnx", "import_onnx", "onnx"),
+             ".mlir": ("tcp_rules.frontends.mlir", "import_mlir", "")}
 
 
 def load_program(path: str | Path, emit: Emitter | None = None,
                  dims: Mapping[str, int | str] | None = None) -> Imported:
-    """A program from a .tcp file or, by its suffix, from a model an importer reads (.onnx).
+    """A program from a .tcp file or, by its suffix, from a model an importer reads (.onnx,
+    .mlir).
 
     ``dims`` binds the model's named dims (``--dim batch=8``); it applies to imports only.
     Emits the ``program`` stage.
@@ -81,15 +84,16 @@ def load_program(path: str | Path, emit: Emitter | None = None,
     suffix = Path(path).suffix.lower()
     if suffix not in IMPORTERS:
         if dims:
-            raise TcpError.at(f"{path}: --dim applies to imported models (.onnx), not to "
+            raise TcpError.at(f"{path}: --dim applies to imported models (.onnx, .mlir), not to "
                               f".tcp programs, whose dims are written in the program")
         return Imported(load_module_file(path, emit))
+    module, function, extra = IMPORTERS[suffix]
     try:
-        frontend = importlib.import_module(IMPORTERS[suffix])
+        frontend = importlib.import_module(module)
     except ImportError as e:
         raise TcpError.at(f"{path}: reading {suffix} files needs the '{e.name}' package",
-                          hint="pip install 'tcp-rules[onnx]'") from None
-    imported: Imported = frontend.import_onnx(path, dims)
+                          hint=f"pip install 'tcp-rules[{extra}]'" if extra else None) from None
+    imported: Imported = getattr(frontend, function)(path, dims)
     (emit or Emitter())("program", lambda: print_module(imported.module))
     return imported
 
@@ -129,6 +133,7 @@ def optimize_func(func: Func, rules: Sequence[Rule], options: OptOptions,
         result.validation = check_translation(result, rules, options, inputs)
     emit("report", result.report.render)
     emit("optimized", lambda: print_func(result.func))
+    emit("mlir", lambda: export_mlir(result.func))
     emit_kernels(result.func, options, emit)
     return result
 
@@ -154,6 +159,14 @@ def check_translation(result: OptResult, rules: Sequence[Rule], options: OptOpti
             hint="the optimized program was refused; run without these rules, with --allow "
                  "exact, or with --no-opt, and please report them", stage="validate")
     return v
+
+
+def export_mlir(func: Func) -> str:
+    """The ``mlir`` stage: the func as MLIR, in mlir-tcp's ops, its kernels as
+    ``tcp.isolated_group`` regions (frontends/mlir/export.py)."""
+    from tcp_rules.frontends.mlir.export import export_func
+
+    return export_func(func)
 
 
 def emit_kernels(func: Func, options: OptOptions, emit: Emitter) -> None:

@@ -266,7 +266,12 @@ def run_parser(source: Source, grammar_name: str, start: str,
 
 _FRIENDLY = {"NAME": "a name", "INT": "an integer", "FLOAT": "a number", "RULE_NAME": "a rule name",
              "STRING": "a quoted file name", "$END": "end of file", "INF": "'inf'",
-             "NAN": "'nan'", "TRUE": "'true'", "FALSE": "'false'"}
+             "NAN": "'nan'", "TRUE": "'true'", "FALSE": "'false'",
+             # MLIR (mlir.lark): the ways a statement starts
+             "RESULT_DEF": "an op ('%x = ...')", "STMT_NAME": "an op", "STMT_STRING": "an op",
+             "STMT_LABEL": "a block label", "ALIAS_DEF": "an alias ('#x = ...')",
+             "VALUE_ID": "a value ('%x')", "QSTRING": "a string", "BARE_ID": "a name",
+             "DIM_X": "a dim ('4x')"}
 
 
 def describe_terminal(parser: Lark, name: str) -> str:
