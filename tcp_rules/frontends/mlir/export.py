@@ -214,7 +214,7 @@ class _Printer:
         return res
 
     def _splat(self, v: Apply, scope: _Scope, res: str) -> str:
-        """A static splat is a tcp.const; a symbolic one, a const of 1s broadcast."""
+        """A static splat is a tcp.const; a symbolic one, a size-1 const broadcast."""
         a, t = v.attr_map, v.type
         lit = scalar_text(a["value"], t.dtype)
         if all(d.const is not None for d in t.dims):
@@ -222,7 +222,7 @@ class _Printer:
                        f"{mlir_type(t)}")
             return res
         ones = TensorType(t.dtype, tuple(Dim.of(1) for _ in t.dims))
-        one = self.fresh("ones")
+        one = self.fresh("splat")
         scope.line(f"%{one} = tcp.const {{value = dense<{lit}> : {mlir_type(ones)}}} : "
                    f"{mlir_type(ones)}")
         axes = [i for i, d in enumerate(t.dims) if d != Dim.of(1)]

@@ -10,11 +10,11 @@ func.func @layer(%arg0: tensor<?x4xf32>, %arg1: tensor<?x4xf32>, %arg2: tensor<1
       %2 = tcp.add %b0, %b1 : tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x4xf32>
       %3 = tcp.tanh %2 : tensor<?x4xf32> -> tensor<?x4xf32>
       %4 = tcp.mul %3, %b2 : tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x4xf32>
-      %ones = tcp.const {value = dense<0.0> : tensor<1x1xf32>} : tensor<1x1xf32>
+      %splat = tcp.const {value = dense<0.0> : tensor<1x1xf32>} : tensor<1x1xf32>
       %c0_1 = arith.constant 0 : index
       %dim_arg0_d0_1 = tensor.dim %b0, %c0_1 : tensor<?x4xf32>
       %c4 = arith.constant 4 : index
-      %5 = tcp.broadcast %ones, %dim_arg0_d0_1, %c4 {axes = [0, 1]} : tensor<1x1xf32>, index, index -> tensor<?x4xf32>
+      %5 = tcp.broadcast %splat, %dim_arg0_d0_1, %c4 {axes = [0, 1]} : tensor<1x1xf32>, index, index -> tensor<?x4xf32>
       %6 = tcpr.max %4, %5 : tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x4xf32>
       tcp.yield %6 : tensor<?x4xf32>
   } : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x4xf32>
