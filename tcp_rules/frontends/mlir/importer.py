@@ -47,7 +47,9 @@ Handler = Callable[["FuncContext", Op], Sequence[Result]]
 DIALECTS: dict[str, str] = {"tcp": "tcp_rules.frontends.mlir.tcp",
                             "tcpr": "tcp_rules.frontends.mlir.tcp",
                             "arith": "tcp_rules.frontends.mlir.tensor",
-                            "tensor": "tcp_rules.frontends.mlir.tensor"}
+                            "tensor": "tcp_rules.frontends.mlir.tensor",
+                            "stablehlo": "tcp_rules.frontends.mlir.stablehlo",
+                            "chlo": "tcp_rules.frontends.mlir.chlo"}
 TERMINATORS = frozenset({"return", "func.return", "tcp.yield", "stablehlo.return"})
 
 
