@@ -1,0 +1,313 @@
+"""The StableHLO importer (tcp_rules/frontends/mlir/stablehlo*.py): JAX functions' StableHLO
+(checked in, and lowered afresh when jax is installed) against NumPy and JAX, StableHLO's generic
+forms and dynamic dims, dot_general and gather layouts against NumPy (property tests), the CLI,
+and malformed or unsupported StableHLO."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from numerics import assert_within, error_bounds
+from stablehlo_models import DATA, MODELS, inputs
+
+from tcp_rules.cli import main
+from tcp_rules.diagnostics import Source
+from tcp_rules.frontends.mlir import import_mlir, import_text
+from tcp_rules.ir import Func
+from tcp_rules.optimize import OptOptions
+from tcp_rules.pipeline import optimize_func, run_func
+from tcp_rules.rules.library import load_standard_library
+from tcp_rules.types import Dim, DType
+
+ENGINES = ("reference", "compiled")
+
+
+def _check(func: Func, args: Sequence[np.ndarray], want: Sequence[np.ndarray], what: str,
+           engines: Sequence[str] = ENGINES) -> None:
+    """Each engine within twice the derived error bound (tests/numerics.py) of ``want``, itself
+    within the bound of the exact result (JAX's f32 result, or NumPy's in f64)."""
+    _, bounds = error_bounds(func, list(args))
+    assert len(want) == len(bounds)
+    for engine in engines:
+        got = run_func(func, list(args), engine)
+        for i, (g, w, b) in enumerate(zip(got, want, bounds, strict=True)):
+            w = np.asarray(w)
+            assert g.shape == w.shape and g.dtype == w.dtype, f"{what} result {i} ({engine})"
+            assert_within(g, w, 2 * b, f"{what} result {i}: {engine} vs the expected")
+
+
+def _numpy_want(name: str, args: Sequence[np.ndarray], func: Func) -> list[np.ndarray]:
+    wide = [a.astype(np.float64) if a.dtype.kind == "f" else a for a in args]
+    out = MODELS[name][0](*wide)
+    out = out if isinstance(out, tuple) else (out,)
+    return [np.asarray(o).astype(t.dtype.np_dtype) for o, t in zip(out, func.result_types,
+                                                                    strict=True)]
+
+
+# JAX's functions, checked in: no jax needed ----------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_checked_in_jax_stablehlo_matches_numpy(name: str) -> None:
+    imported = import_mlir(DATA / f"{name}.mlir")
+    func = imported.module.funcs[0]
+    args = inputs(name)
+    assert [p.type.shape for p in func.params] == [a.shape for a in args]
+    _check(func, args, _numpy_want(name, args, func), name)
+
+
+@pytest.mark.parametrize("name", ["softmax", "attention", "mlp"])
+def test_optimized_import_matches_numpy(name: str) -> None:
+    func = import_mlir(DATA / f"{name}.mlir").module.funcs[0]
+    args = inputs(name, seed=1)
+    want = _numpy_want(name, args, func)
+    opt = optimize_func(func, load_standard_library().rules, OptOptions()).func
+    _check(opt, args, want, f"{name} optimized", engines=("compiled",))
+
+
+def test_mlp_call_is_inlined_and_constants_are_literals() -> None:
+    text = (DATA / "mlp.mlir").read_text()
+    assert "call @relu" in text and "func.func private @relu" in text
+    func = import_mlir(DATA / "mlp.mlir").module.funcs[0]
+    from tcp_rules.printer import print_func
+
+    printed = print_func(func)
+    # relu's broadcast 0.0 is a scalar literal, not a broadcast of a constant tensor
+    assert "max(" in printed and "0.0" in printed and "splat" not in printed
+    assert "matmul(arg0, arg1)" in printed
+
+
+# JAX's functions lowered afresh (jax installed) ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def lowered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every model lowered by JAX in a child process (see stablehlo_models.lower_all)."""
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("jax is not installed (the dev extra has it)")
+    out = tmp_path_factory.mktemp("jax")
+    subprocess.run([sys.executable, str(Path(__file__).parent / "stablehlo_models.py"),
+                    "--lower", str(out), "2"], check=True, timeout=300)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_jax_lowering_imports_and_matches_jax(name: str, lowered: Path) -> None:
+    func = import_mlir(lowered / f"{name}.mlir").module.funcs[0]
+    results = np.load(lowered / f"{name}.npz")
+    want = [results[f"result{i}"] for i in range(len(results.files))]
+    _check(func, inputs(name, seed=2), want, f"{name} vs JAX")
+
+
+# generic forms, dynamic dims ---------------------------------------------------------------
+
+def test_generic_forms_and_dynamic_dims() -> None:
+    func = import_mlir(DATA / "generic.mlir").module.funcs[0]
+    assert func.params[0].type.dims == (Dim.of("arg0_d0"), Dim.of(8))
+    rng = np.random.default_rng(4)
+    for rows in (1, 5):
+        x = rng.standard_normal((rows, 8)).astype(np.float32)
+        w = rng.standard_normal((8, 3)).astype(np.float32)
+        k = np.array([2, -1, 3], np.int32)
+        x64, w64 = x.astype(np.float64), w.astype(np.float64)
+        row = (x64.sum(1) + 10) - np.maximum(x64.max(1), 0)
+        mm = (row[:, None] * x64) @ w64
+        t = mm.T
+        cat = np.concatenate([np.broadcast_to(t[0:3:2, 0:1], (2, 8)),
+                              np.broadcast_to(np.arange(8.0), (2, 8))], axis=1)
+        y = (w64 @ k.astype(np.float64)) @ w64
+        want = [a.astype(np.float32) for a in (mm, row, t, cat, y)]
+        _check(func, [x, w, k], want, f"generic, {rows} rows")
+
+
+# dot_general and gather layouts, against NumPy ----------------------------------------------
+
+@st.composite
+def _dot_cases(draw: st.DrawFn) -> tuple[str, str, dict[str, int]]:
+    """A dot_general in matmul shape: roles b (batch), m, n (free), k (contracted), each side's
+    axes in a random order; some sides without a free axis."""
+    batched = draw(st.booleans())
+    lhs = ["k"] + (["b"] if batched else []) + (["m"] if draw(st.booleans()) else [])
+    rhs = ["k"] + (["b"] if batched else []) + (["n"] if draw(st.booleans()) else [])
+    lhs, rhs = draw(st.permutations(lhs)), draw(st.permutations(rhs))
+    sizes = {r: draw(st.integers(1, 4)) for r in "bmnk"}
+    return "".join(lhs), "".join(rhs), sizes
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_dot_cases())
+def test_dot_general_layouts_match_einsum(case: tuple[str, str, dict[str, int]]) -> None:
+    lhs, rhs, sizes = case
+    out = "".join(r for r in "bmn" if r in lhs + rhs)
+
+    def ty(axes: str) -> str:
+        return "tensor<" + "".join(f"{sizes[a]}x" for a in axes) + "f32>"
+    dims = f"contracting_dims = [{lhs.index('k')}] x [{rhs.index('k')}]"
+    if "b" in lhs:
+        dims = f"batching_dims = [{lhs.index('b')}] x [{rhs.index('b')}], " + dims
+    text = (f"func.func @main(%a: {ty(lhs)}, %b: {ty(rhs)}) -> {ty(out)} {{\n"
+            f"  %0 = stablehlo.dot_general %a, %b, {dims} : ({ty(lhs)}, {ty(rhs)}) -> {ty(out)}\n"
+            f"  return %0 : {ty(out)}\n}}\n")
+    func = import_text(Source("dot.mlir", text)).module.funcs[0]
+    rng = np.random.default_rng(len(text))
+    a = rng.standard_normal([sizes[r] for r in lhs]).astype(np.float32)
+    b = rng.standard_normal([sizes[r] for r in rhs]).astype(np.float32)
+    want = np.einsum(f"{lhs},{rhs}->{out}", a.astype(np.float64), b.astype(np.float64))
+    _check(func, [a, b], [want.astype(np.float32)], text, engines=("reference",))
+
+
+@st.composite
+def _gather_cases(draw: st.DrawFn) -> tuple[tuple[int, ...], int, tuple[int, ...], list[int]]:
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    axis = draw(st.integers(0, len(shape) - 1))
+    batch = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+    rank = len(shape) - 1 + len(batch)
+    offset = sorted(draw(st.permutations(range(rank)))[:len(shape) - 1])
+    return shape, axis, batch, offset
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_gather_cases())
+def test_gather_layouts_match_numpy(case: tuple[tuple[int, ...], int, tuple[int, ...],
+                                                 list[int]]) -> None:
+    """A take along ``axis`` with indices of shape ``batch`` (+ the index vector dim of 1),
+    the operand's other axes at ``offset_dims`` of the result, StableHLO's batch axes at the
+    rest, in order; indices out of range clamp."""
+    shape, axis, batch, offset = case
+    rank = len(shape) - 1 + len(batch)
+    rest = iter([s for i, s in enumerate(shape) if i != axis])
+    bat = iter(batch)
+    out = [next(rest) if p in offset else next(bat) for p in range(rank)]
+
+    def ty(dims: Sequence[int], el: str = "f32") -> str:
+        return "tensor<" + "".join(f"{d}x" for d in dims) + f"{el}>"
+    sizes = ", ".join(str(1 if i == axis else s) for i, s in enumerate(shape))
+    dn = (f"#stablehlo.gather<offset_dims = [{', '.join(map(str, offset))}], "
+          f"collapsed_slice_dims = [{axis}], start_index_map = [{axis}], "
+          f"index_vector_dim = {len(batch)}>")
+    idx_t = ty((*batch, 1), "i32")
+    text = (f"func.func @main(%x: {ty(shape)}, %i: {idx_t}) -> {ty(out)} {{\n"
+            f'  %0 = "stablehlo.gather"(%x, %i) <{{dimension_numbers = {dn}, '
+            f"slice_sizes = array<i64: {sizes}>}}> : ({ty(shape)}, {idx_t}) -> {ty(out)}\n"
+            f"  return %0 : {ty(out)}\n}}\n")
+    func = import_text(Source("gather.mlir", text)).module.funcs[0]
+    rng = np.random.default_rng(len(text))
+    x = rng.standard_normal(shape).astype(np.float32)
+    i = rng.integers(-2, shape[axis] + 2, (*batch, 1)).astype(np.int32)
+    taken = np.take(x, np.clip(i[..., 0], 0, shape[axis] - 1), axis=axis)
+    # numpy.take puts the batch axes at `axis`; StableHLO puts the operand's axes at offset
+    ours = [("o", k) for k in range(axis)] + [("b", j) for j in range(len(batch))] \
+        + [("o", k) for k in range(axis, len(shape) - 1)]
+    bj = iter(range(len(batch)))
+    theirs = [("o", offset.index(p)) if p in offset else ("b", next(bj)) for p in range(rank)]
+    want = np.transpose(taken, [ours.index(t) for t in theirs])
+    (got,) = run_func(func, [x, i], "reference")
+    np.testing.assert_array_equal(got, want)
+
+
+# the CLI -----------------------------------------------------------------------------------
+
+def test_cli_import_opt_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = DATA / "softmax.mlir"
+    assert main(["import", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "func main(arg0: f32[4, 16]) -> f32[4, 16]" in out and "reduce_max" in out
+    assert main(["opt", str(path), "--emit", "program"]) == 0
+    assert "exp(" in capsys.readouterr().out
+    (x,) = inputs("softmax")
+    np.savez(tmp_path / "in.npz", arg0=x)
+    assert main(["run", str(path), "--inputs", str(tmp_path / "in.npz"), "--out",
+                 str(tmp_path / "out.npz")]) == 0
+    got = np.load(tmp_path / "out.npz")["result0"]
+    func = import_mlir(path).module.funcs[0]
+    _, (bound,) = error_bounds(func, [x])
+    want = MODELS["softmax"][0](x.astype(np.float64)).astype(np.float32)
+    assert_within(got, want, 2 * bound, "tcpr run softmax.mlir")
+
+
+# malformed and unsupported StableHLO -------------------------------------------------------
+
+_OK = """func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<2x1xi32>) -> tensor<4xf32> {
+  %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  BAD
+  %0 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.add across dimensions = [1]
+      : (tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+BAD = {
+    "unknown op": ('%9 = stablehlo.custom_call @foo(%arg0) : (tensor<4x8xf32>) -> tensor<4x8xf32>',
+                   (3, 8), "unknown op 'stablehlo.custom_call'"),
+    "region op": ('%9 = stablehlo.while(%iterArg = %cst) : tensor<f32>\n   cond {\n'
+                  '    stablehlo.return %iterArg : tensor<f32>\n  } do {\n'
+                  '    stablehlo.return %iterArg : tensor<f32>\n  }',
+                  (3, 8), "unknown op 'stablehlo.while'"),
+    "unknown dialect op": ('%9 = mhlo.add %arg0, %arg0 : tensor<4x8xf32>', (3, 8),
+                           "unknown op 'mhlo.add'"),
+    "bad type": ('%9 = stablehlo.add %arg0, %arg0 : tensor<4x8xfoo>', (3, 48),
+                 "element type foo is not supported"),
+    "bitwise": ('%9 = stablehlo.and %arg1, %arg1 : tensor<2x1xi32>', (3, 8),
+                "no bitwise ops"),
+    "total order": ('%9 = stablehlo.compare LT, %arg0, %arg0, TOTALORDER : (tensor<4x8xf32>, '
+                    'tensor<4x8xf32>) -> tensor<4x8xi1>', (3, 3), "TOTALORDER"),
+    "dot shape": ('%9 = stablehlo.dot_general %arg0, %arg0, contracting_dims = [0, 1] x [0, 1]'
+                  ' : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>', (3, 3),
+                  "matmul shape"),
+    "reduce body": ('%9 = stablehlo.reduce(%arg0 init: %cst) across dimensions = [1] : '
+                    '(tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>\n'
+                    '   reducer(%a: tensor<f32>, %b: tensor<f32>)  {\n'
+                    '    %s = stablehlo.subtract %a, %b : tensor<f32>\n'
+                    '    stablehlo.return %s : tensor<f32>\n  }', (5, 10),
+                    "stablehlo.subtract is not supported"),
+    "variadic reduce": ('%9:2 = stablehlo.reduce(%arg0 init: %cst), (%arg0 init: %cst) across '
+                        'dimensions = [1] : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, '
+                        'tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)\n'
+                        '   reducer(%a: tensor<f32>, %c: tensor<f32>) (%b: tensor<f32>, '
+                        '%d: tensor<f32>)  {\n    stablehlo.return %a, %b : tensor<f32>, '
+                        'tensor<f32>\n  }', (3, 3), "variadic reduce"),
+    "gather": ('%9 = "stablehlo.gather"(%arg0, %arg1) <{dimension_numbers = #stablehlo.gather<'
+               'offset_dims = [0, 1], start_index_map = [1], index_vector_dim = 1>, '
+               'slice_sizes = array<i64: 4, 2>}> : (tensor<4x8xf32>, tensor<2x1xi32>) -> '
+               'tensor<4x2x2xf32>', (3, 3), "take along one axis"),
+    "dynamic broadcast": ('%9 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> '
+                          'tensor<?xf32>', (3, 3), "dynamic (?)"),
+    "undefined value": ('%9 = stablehlo.add %nope, %arg0 : tensor<4x8xf32>', (3, 22),
+                        "undefined value %nope"),
+    "unterminated region": ("%9 = stablehlo.reduce(%arg0 init: %cst) across dimensions = [1] : "
+                            "(tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>\n   reducer(%a: "
+                            "tensor<f32>, %b: tensor<f32>)  {\n    %s = stablehlo.add %a, %b : "
+                            "tensor<f32>\n", None, "not closed"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+@pytest.mark.parametrize("command", ["import", "run"])
+def test_bad_stablehlo_is_a_positioned_error(case: str, command: str, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    line, where, needle = BAD[case]
+    text = _OK.replace("BAD", line)
+    if case == "unterminated region":
+        text = text[:text.index(line) + len(line)]
+    path = tmp_path / "bad.mlir"
+    path.write_text(text)
+    argv = [command, str(path)] + (["--random"] if command == "run" else [])
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 1, out + err
+    assert "error:" in err and "Traceback" not in out + err and needle in err, err
+    if where is not None:
+        assert f"{path}:{where[0]}:{where[1]}:" in err, err
+    else:
+        assert f"{path}:" in err
+
+
+def test_the_ok_template_imports() -> None:
+    """The malformed cases differ from a file that imports only in their one line."""
+    func = import_text(Source("ok.mlir", _OK.replace("BAD", ""))).module.funcs[0]
+    assert func.result_types[0].dtype is DType.F32
