@@ -93,6 +93,11 @@ MODELS: dict[str, tuple[Callable[..., Any], Shapes]] = {
 }
 
 
+# shape-polymorphic lowerings (jax.export.symbolic_args_specs): model -> the shapes' specs
+SYMBOLIC: dict[str, list[str]] = {"softmax": ["b, 16"], "mlp": ["b, 8", "8, 16", "16"],
+                                  "layernorm": ["b, 16", "16", "16"]}
+
+
 def inputs(name: str, seed: int = 0) -> list[np.ndarray]:
     """Seeded arguments for a model (indices partly out of range: gathers clamp them)."""
     rng = np.random.default_rng(seed)
@@ -115,6 +120,13 @@ def write_files() -> None:
         (DATA / f"{name}.mlir").write_text(
             f"// {name} of tests/stablehlo_models.py: jax.jit(f).lower(*args).as_text(), "
             f"jax {jax.__version__}\n{text}")
+    for name, specs in SYMBOLIC.items():
+        args = jax.export.symbolic_args_specs(inputs(name), specs)
+        text = jax.jit(fns[name]).lower(*args).as_text()
+        (DATA / f"{name}_symbolic.mlir").write_text(
+            f"// {name} of tests/stablehlo_models.py, its shapes {specs}: jax.jit(f).lower("
+            f"*jax.export.symbolic_args_specs(args, shapes)).as_text(), jax {jax.__version__}\n"
+            f"{text}")
 
 
 def lower_all(directory: Path, seed: int) -> None:

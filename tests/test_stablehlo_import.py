@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numerics import assert_within, error_bounds
-from stablehlo_models import DATA, MODELS, inputs
+from stablehlo_models import DATA, MODELS, SYMBOLIC, inputs
 
 from tcp_rules.cli import main
 from tcp_rules.diagnostics import Source
@@ -124,6 +124,22 @@ def test_generic_forms_and_dynamic_dims() -> None:
         y = (w64 @ k.astype(np.float64)) @ w64
         want = [a.astype(np.float32) for a in (mm, row, t, cat, y)]
         _check(func, [x, w, k], want, f"generic, {rows} rows")
+
+
+@pytest.mark.parametrize("name", sorted(SYMBOLIC))
+def test_jax_shape_polymorphic_lowering_has_a_symbolic_batch(name: str) -> None:
+    """JAX's dim argument b (``{jax.global_constant = "b"}``) and its shape tensors read as
+    the dim b: one program for every batch size."""
+    func = import_mlir(DATA / f"{name}_symbolic.mlir").module.funcs[0]
+    dim_arg, *params = func.params
+    assert dim_arg.type.rank == 0 and dim_arg.type.dtype is DType.I32
+    assert params[0].type.dims[0] == Dim.of("b") and func.result_types[0].dims[0] == Dim.of("b")
+    rng = np.random.default_rng(5)
+    for batch in (1, 6):
+        args = [rng.standard_normal((batch, *a.shape[1:]) if i == 0 else a.shape)
+                .astype(np.float32) for i, a in enumerate(inputs(name))]
+        want = _numpy_want(name, args, func)
+        _check(func, [np.array(batch, np.int32), *args], want, f"{name}, batch {batch}")
 
 
 # dot_general and gather layouts, against NumPy ----------------------------------------------
@@ -277,6 +293,9 @@ BAD = {
                'tensor<4x2x2xf32>', (3, 3), "take along one axis"),
     "dynamic broadcast": ('%9 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> '
                           'tensor<?xf32>', (3, 3), "dynamic (?)"),
+    "shape operand": ('%9 = stablehlo.dynamic_broadcast_in_dim %cst, %arg1, dims = [] : '
+                      '(tensor<f32>, tensor<2x1xi32>) -> tensor<?x?xf32>', (3, 3),
+                      "a shape must be an integer vector"),
     "undefined value": ('%9 = stablehlo.add %nope, %arg0 : tensor<4x8xf32>', (3, 22),
                         "undefined value %nope"),
     "unterminated region": ("%9 = stablehlo.reduce(%arg0 init: %cst) across dimensions = [1] : "

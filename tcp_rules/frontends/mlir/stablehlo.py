@@ -8,7 +8,8 @@ refused); ``sign``, ``clamp`` and the ``i1`` ``and``/``or``/``not`` are built fr
 and min (exactly). A splat ``constant`` is a scalar splat, and a ``broadcast_in_dim`` of one is
 the splat of the result shape; other constants and a static ``iota`` are dense constants. The
 data movement ops, ``reduce``, ``dot_general`` and ``gather`` are read by
-stablehlo_movement.py. Any other op is refused by the importer with an error naming it.
+stablehlo_movement.py and stablehlo_dot.py, JAX's dim arguments and shape tensors by
+stablehlo_dynamic.py. Any other op is refused by the importer with an error naming it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tcp_rules.build import Literal
 from tcp_rules.frontends.mlir.attrs import dense, error, integer, shaped
 from tcp_rules.frontends.mlir.importer import FuncContext, Handler, Result
 from tcp_rules.frontends.mlir.stablehlo_dot import DOT
+from tcp_rules.frontends.mlir.stablehlo_dynamic import DYNAMIC
 from tcp_rules.frontends.mlir.stablehlo_movement import (
     MOVEMENT,
     attribute,
@@ -182,6 +184,7 @@ def _table() -> Mapping[str, Handler]:
                   "stablehlo.constant": _constant, "stablehlo.iota": _iota})
     table.update(MOVEMENT)
     table.update(DOT)
+    table.update(DYNAMIC)
     return table
 
 

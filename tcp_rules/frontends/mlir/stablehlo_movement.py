@@ -131,26 +131,39 @@ def declared_dims(v: OpView) -> tuple[int | None, ...]:
 def _broadcast_in_dim(ctx: FuncContext, op: Op) -> Sequence[Result]:
     v = view(op)
     (x,) = operands(ctx, v, 1)
+    return [broadcast_in_dim(ctx, op, v, x, None)]
+
+
+def broadcast_in_dim(ctx: FuncContext, op: Op, v: OpView, x: TValue,
+                     sizes: Sequence[Dim] | None) -> TValue:
+    """``x`` broadcast to the declared result type, its ``?`` dims from ``sizes`` (the shape
+    operand of ``dynamic_broadcast_in_dim``) or else from the operand axis mapped there."""
     dims = ints(op, "dims", "broadcast_dimensions")
     want = declared_dims(v)
-    if len(dims) != x.type.rank or any(not 0 <= d < len(want) for d in dims):
+    if len(dims) != x.type.rank or any(not 0 <= d < len(want) for d in dims) \
+            or (sizes is not None and len(sizes) != len(want)):
         raise error(f"{op.name}: dims {list(dims)} do not map the axes of {x.type} into rank "
                     f"{len(want)}", op.span)
     shape: list[Dim] = []
     for i, d in enumerate(want):
         src = x.type.dims[dims.index(i)] if i in dims else None
-        if d is None and (src is None or src == Dim.of(1)):
+        given = sizes[i] if sizes is not None else None
+        if given is not None and d is not None:
+            ctx.unify(given, Dim.of(d))
+        if d is None and given is None and (src is None or src == Dim.of(1)):
             raise error(f"{op.name}: result axis {i} is dynamic (?) and the operand does not "
-                        f"size it (dynamic_broadcast_in_dim is not read)", op.span)
-        if d is not None and src is not None and src != Dim.of(1) and src != Dim.of(d):
-            ctx.unify(src, Dim.of(d))  # a symbolic operand dim is the declared size
-        shape.append(Dim.of(d) if d is not None else src)  # type: ignore[arg-type]
+                        f"size it", op.span)
+        size = Dim.of(d) if d is not None else given if given is not None else src
+        assert size is not None
+        if src is not None and src != Dim.of(1) and src != size:
+            ctx.unify(src, size)  # a symbolic operand dim is the result's size
+        shape.append(size)
     if tuple(shape) == x.type.dims and list(dims) == list(range(x.type.rank)):
-        return [x]
+        return x
     out = splat_to(ctx, x, shape, op) or ctx.apply(
         "broadcast", [x], {"shape": shape, "dims": list(dims)}, op)
     ctx.check(out, declared(v), op)  # type: ignore[arg-type]
-    return [out]
+    return out
 
 
 def _transpose(ctx: FuncContext, op: Op) -> Sequence[Result]:
