@@ -9,14 +9,14 @@ from tcp_rules.frontends.mlir.attrs import error, int_array, integer
 from tcp_rules.frontends.mlir.importer import FuncContext, Handler, Result
 from tcp_rules.frontends.mlir.stablehlo_movement import (
     attribute,
-    declared,
+    checked,
     ints,
     keyword,
     operands,
     result_dtype,
 )
 from tcp_rules.frontends.mlir.syntax import Elem, Group, Op, Word
-from tcp_rules.frontends.mlir.views import named, view
+from tcp_rules.frontends.mlir.views import OpView, named, view
 from tcp_rules.ir import Value as TValue
 from tcp_rules.types import Dim
 
@@ -61,7 +61,7 @@ def _dot(ctx: FuncContext, op: Op) -> Sequence[Result]:
     return [_contract(ctx, op, v, a, b, ((), ()), ((a.type.rank - 1,), (0,)))]
 
 
-def _contract(ctx: FuncContext, op: Op, v: object, a: TValue, b: TValue,
+def _contract(ctx: FuncContext, op: Op, v: OpView, a: TValue, b: TValue,
               batch: tuple[tuple[int, ...], tuple[int, ...]],
               contract: tuple[tuple[int, ...], tuple[int, ...]]) -> TValue:
     """The contraction as a matmul of [B,] M x K by [B,] K x N, transposed and reshaped into
@@ -87,10 +87,10 @@ def _contract(ctx: FuncContext, op: Op, v: object, a: TValue, b: TValue,
         + ([out.type.dims[-1]] if bf else [])
     if tuple(shape) != out.type.dims:
         out = ctx.apply("reshape", [out], {"shape": shape}, op)
-    to = result_dtype(v)  # type: ignore[arg-type]
+    to = result_dtype(v)
     if to is not out.type.dtype:  # preferred_element_type
         out = ctx.apply("cast", [out], {"to": to}, op)
-    ctx.check(out, declared(v), op)  # type: ignore[arg-type]
+    checked(ctx, out, v)
     return out
 
 
@@ -148,7 +148,7 @@ def _gather(ctx: FuncContext, op: Op) -> Sequence[Result]:
     perm = [ours.index(t) for t in theirs]
     if perm != list(range(len(perm))):
         out = ctx.apply("transpose", [out], {"perm": perm}, op)
-    ctx.check(out, declared(v), op)  # type: ignore[arg-type]
+    checked(ctx, out, v)
     return [out]
 
 

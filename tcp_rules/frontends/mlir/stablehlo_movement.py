@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from tcp_rules.diagnostics import Span
 from tcp_rules.frontends.mlir.attrs import error, int_array, integer, shaped
 from tcp_rules.frontends.mlir.importer import FuncContext, Handler, Result
 from tcp_rules.frontends.mlir.syntax import (
@@ -87,6 +88,13 @@ def static_shape(v: OpView) -> list[int]:
         raise error(f"{v.op.name}: its type must be static, not {render(declared(v) or [])}",
                     v.op.span)
     return [int(d) for d in dims if d is not None]
+
+
+def checked(ctx: FuncContext, out: TValue, v: OpView) -> None:
+    """``out`` agrees with the op's declared result type (when it declares one)."""
+    t = declared(v)
+    if t is not None:
+        ctx.check(out, t, v.op)
 
 
 def splat_to(ctx: FuncContext, x: TValue, shape: Sequence[Dim], op: Op) -> TValue | None:
@@ -162,7 +170,7 @@ def broadcast_in_dim(ctx: FuncContext, op: Op, v: OpView, x: TValue,
         return x
     out = splat_to(ctx, x, shape, op) or ctx.apply(
         "broadcast", [x], {"shape": shape, "dims": list(dims)}, op)
-    ctx.check(out, declared(v), op)  # type: ignore[arg-type]
+    checked(ctx, out, v)
     return out
 
 
@@ -289,7 +297,7 @@ def _reduce(ctx: FuncContext, op: Op) -> Sequence[Result]:
         out = ctx.apply(ours, [out, spread(ctx, start, out, op)], {}, op)
     if out.type.dtype is not init.type.dtype:  # i1, read back from the 0/1 values
         out = ctx.apply("cast", [out], {"to": init.type.dtype}, op)
-    ctx.check(out, declared(v), op)  # type: ignore[arg-type]
+    checked(ctx, out, v)
     return [out]
 
 
@@ -304,8 +312,8 @@ def _reduce_operands(ctx: FuncContext, op: Op, v: OpView) -> tuple[TValue, TValu
                         f"to) is not supported", op.span)
         names = [e for e in groups[0].items if isinstance(e, Value)] if groups else []
     if len(names) != 2:
-        raise error(f"{op.name} of {len(names) // 2 or len(names)} operands is not supported "
-                    f"(one operand and its init value)", op.span)
+        raise error(f"{op.name} needs one operand and its init value, given {len(names)} "
+                    f"value(s)", op.span)
     x, init = (ctx.operand(e) for e in names)
     if init.type.rank != 0:
         raise error(f"{op.name}: the init value must be a rank-0 tensor, not {init.type}",
@@ -344,11 +352,11 @@ def _reduce_body(op: Op, v: OpView) -> str:
     return _reducer_name(ops[0].name, op, ops[0].name_span)
 
 
-def _reducer_name(name: str, op: Op, span: object) -> str:
+def _reducer_name(name: str, op: Op, span: Span | None) -> str:
     short = name.split(".", 1)[1] if name.startswith("stablehlo.") else ""
     if short not in _REDUCERS:
         raise error(f"{op.name} with {name} is not supported (add, multiply, maximum, "
-                    f"minimum; and/or on i1)", span)  # type: ignore[arg-type]
+                    f"minimum; and/or on i1)", span)
     return short
 
 
