@@ -142,6 +142,93 @@ def test_jax_shape_polymorphic_lowering_has_a_symbolic_batch(name: str) -> None:
         _check(func, [np.array(batch, np.int32), *args], want, f"{name}, batch {batch}")
 
 
+# every elementwise op of the table, against NumPy ----------------------------------------------
+
+_UNARY_NP = {"negate": np.negative, "abs": np.abs, "exponential": np.exp, "log": np.log,
+             "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "tanh": np.tanh,
+             "logistic": lambda x: 1 / (1 + np.exp(-x)), "sine": np.sin, "cosine": np.cos,
+             "floor": np.floor, "ceil": np.ceil, "round_nearest_even": np.round,
+             "round_nearest_afz": lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5)}
+_BINARY_NP = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+              "divide": np.divide, "maximum": np.maximum, "minimum": np.minimum,
+              "power": np.power, "atan2": np.arctan2}
+_POSITIVE = {"log", "sqrt", "rsqrt", "power"}
+
+
+def test_every_elementwise_op_has_a_numpy_check() -> None:
+    from tcp_rules.frontends.mlir.stablehlo import BINARY, UNARY
+
+    assert set(UNARY) == set(_UNARY_NP) and set(BINARY) == set(_BINARY_NP)
+
+
+@pytest.mark.parametrize("name", sorted(_UNARY_NP) + sorted(_BINARY_NP))
+def test_elementwise_op_matches_numpy(name: str) -> None:
+    binary = name in _BINARY_NP
+    t = "tensor<3x5xf32>"
+    args = "%a, %b" if binary else "%a"
+    text = (f"func.func @main(%a: {t}, %b: {t}) -> {t} {{\n"
+            f"  %0 = stablehlo.{name} {args} : {t}\n  return %0 : {t}\n}}\n")
+    func = import_text(Source(f"{name}.mlir", text)).module.funcs[0]
+    rng = np.random.default_rng(6)
+    a, b = (rng.uniform(-3, 3, (3, 5)).astype(np.float32) for _ in range(2))
+    a[0, :3] = [0.5, -1.5, 2.5]  # rounding ties
+    if name in _POSITIVE:
+        a = np.abs(a) + 0.1
+    fn = _BINARY_NP[name] if binary else _UNARY_NP[name]
+    wide = [a.astype(np.float64), b.astype(np.float64)]
+    want = (fn(*wide) if binary else fn(wide[0])).astype(np.float32)
+    _check(func, [a, b], [want], name)
+
+
+def test_compare_select_clamp_sign_logic_convert() -> None:
+    t, i = "tensor<2x6xf32>", "tensor<2x6xi1>"
+    lines = [f"%{d.lower()} = stablehlo.compare {d}, %a, %b, FLOAT : ({t}, {t}) -> {i}"
+             for d in ("EQ", "NE", "LT", "LE", "GT", "GE")]
+    lines += [f"%sel = stablehlo.select %lt, %a, %b : {i}, {t}",
+              "%lo = stablehlo.constant dense<-1.000000e+00> : tensor<f32>",
+              "%hi = stablehlo.constant dense<1.000000e+00> : tensor<f32>",
+              f"%cl = stablehlo.clamp %lo, %a, %hi : (tensor<f32>, {t}, tensor<f32>) -> {t}",
+              f"%sg = stablehlo.sign %a : {t}",
+              f"%and = stablehlo.and %lt, %ne : {i}", f"%or = stablehlo.or %eq, %gt : {i}",
+              f"%not = stablehlo.not %le : {i}",
+              f"%ai = stablehlo.convert %a : ({t}) -> tensor<2x6xi32>",
+              "%m = stablehlo.constant dense<-1> : tensor<2x6xi32>",
+              "%uc = stablehlo.compare LT, %ai, %m, UNSIGNED : (tensor<2x6xi32>, "
+              "tensor<2x6xi32>) -> tensor<2x6xi1>"]
+    names = ["eq", "ne", "lt", "le", "gt", "ge", "sel", "cl", "sg", "and", "or", "not", "ai", "uc"]
+    types = [i] * 6 + [t] * 3 + [i] * 3 + ["tensor<2x6xi32>", i]
+    text = (f"func.func @main(%a: {t}, %b: {t}) -> ({', '.join(types)}) {{\n  "
+            + "\n  ".join(lines) + f"\n  return {', '.join('%' + n for n in names)} : "
+            f"{', '.join(types)}\n}}\n")
+    func = import_text(Source("logic.mlir", text)).module.funcs[0]
+    a = np.array([[-2.5, -1, -0.0, 0, 0.5, np.nan], [3, 1, 2, -7.5, 0.25, 1]], np.float32)
+    b = np.array([[-2.5, 0, 0.0, 1, 0.5, 1], [np.nan, 1, -2, -7.5, 4, 0]], np.float32)
+    ai = np.trunc(np.nan_to_num(a)).astype(np.int32)
+    want = [a == b, a != b, a < b, a <= b, a > b, a >= b, np.where(a < b, a, b),
+            np.clip(a, -1, 1), np.where(a > 0, 1, np.where(a < 0, -1, a)).astype(np.float32),
+            (a < b) & (a != b), (a == b) | (a > b), ~(a <= b), ai,
+            ai.astype(np.uint32) < np.uint32(0xFFFFFFFF)]
+    for engine in ENGINES:
+        got = run_func(func, [a, b], engine)
+        for n, g, w in zip(names, got, want, strict=True):
+            np.testing.assert_array_equal(g, w, err_msg=f"{n} ({engine})")
+
+
+def test_a_file_mixes_stablehlo_and_tcp_ops() -> None:
+    text = """func.func @main(%a: tensor<?x4xf32>, %b: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %0 = stablehlo.add %a, %b : tensor<?x4xf32>
+  %1 = tcp.tanh %0 : tensor<?x4xf32> -> tensor<?x4xf32>
+  %2 = "stablehlo.multiply"(%1, %a) : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %2 : tensor<?x4xf32>
+}
+"""
+    func = import_text(Source("mixed.mlir", text)).module.funcs[0]
+    a, b = (np.random.default_rng(7).standard_normal((3, 4)).astype(np.float32)
+            for _ in range(2))
+    want = (np.tanh(a.astype(np.float64) + b) * a).astype(np.float32)
+    _check(func, [a, b], [want], "mixed dialects")
+
+
 # dot_general and gather layouts, against NumPy ----------------------------------------------
 
 @st.composite

@@ -108,7 +108,8 @@ def _sign(ctx: FuncContext, op: Op) -> Sequence[Result]:
 
 
 def _logical(ctx: FuncContext, op: Op) -> Sequence[Result]:
-    """``and``/``or``/``not`` of i1 tensors as selects (bitwise ops of integers are refused)."""
+    """``and``/``or`` of i1 tensors as selects, ``not`` as ``eq(x, false)`` (bitwise ops of
+    integers are refused)."""
     v = view(op)
     name = op.name.split(".", 1)[1]
     xs = operands(ctx, v, 1 if name == "not" else 2)
@@ -116,11 +117,9 @@ def _logical(ctx: FuncContext, op: Op) -> Sequence[Result]:
         raise error(f"{op.name} on {xs[0].type.dtype} is not supported: tcp-rules has no "
                     f"bitwise ops (only i1 {name} is read)", op.name_span)
     if name == "not":
-        args: list[TValue | Literal] = [xs[0], Literal(False), Literal(True)]
-    elif name == "and":
-        args = [xs[0], xs[1], Literal(False)]
-    else:
-        args = [xs[0], Literal(True), xs[1]]
+        return [ctx.apply("eq", [xs[0], Literal(False)], {}, op, declared(v))]
+    args: list[TValue | Literal] = [xs[0], xs[1], Literal(False)] if name == "and" \
+        else [xs[0], Literal(True), xs[1]]
     return [ctx.apply("select", args, {}, op, declared(v))]
 
 
