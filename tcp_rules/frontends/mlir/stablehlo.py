@@ -4,8 +4,8 @@
 ``OPS`` maps each op name to a handler ``(ctx, op) -> results``. Elementwise ops map one to one
 (``exponential`` is ``exp``, ``logistic`` is ``sigmoid``, ...); ``compare`` is ``eq``..``ge`` (an
 ``UNSIGNED`` compare of signed integers compares them cast to unsigned; ``TOTALORDER`` is
-refused); ``sign``, ``clamp`` and the ``i1`` ``and``/``or``/``not`` are built from select, max
-and min (exactly). A splat ``constant`` is a scalar splat, and a ``broadcast_in_dim`` of one is
+refused); ``sign``, ``clamp`` and the ``i1`` ``and``/``or``/``not`` are built from select, eq,
+max and min (exactly). A splat ``constant`` is a scalar splat, and a ``broadcast_in_dim`` of one is
 the splat of the result shape; other constants and a static ``iota`` are dense constants. The
 data movement ops, ``reduce``, ``dot_general`` and ``gather`` are read by
 stablehlo_movement.py and stablehlo_dot.py, JAX's dim arguments and shape tensors by
