@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +23,8 @@ from tcp_rules.diagnostics import Source
 from tcp_rules.frontends.mlir import import_mlir, import_text
 from tcp_rules.ir import Func
 from tcp_rules.optimize import OptOptions
-from tcp_rules.pipeline import optimize_func, run_func
+from tcp_rules.pipeline import export_mlir, load_module, optimize_func, run_func
+from tcp_rules.printer import print_module
 from tcp_rules.rules.library import load_standard_library
 from tcp_rules.types import Dim, DType
 
@@ -82,6 +83,19 @@ def test_mlp_call_is_inlined_and_constants_are_literals() -> None:
     # relu's broadcast 0.0 is a scalar literal, not a broadcast of a constant tensor
     assert "max(" in printed and "0.0" in printed and "splat" not in printed
     assert "matmul(arg0, arg1)" in printed
+
+
+@pytest.mark.parametrize("path", sorted(DATA.glob("*.mlir")), ids=lambda p: p.stem)
+def test_import_golden_and_round_trips(path: Path, golden: Callable[[str, str], None]) -> None:
+    """The imported program (a golden, read like code when it changes) prints as a .tcp program
+    that parses back the same, and goes out as tcp MLIR (--emit mlir) and back the same."""
+    module = import_mlir(path).module
+    text = print_module(module)
+    golden(f"stablehlo/{path.stem}.tcp", text)
+    assert print_module(load_module(Source(f"{path.stem}.tcp", text))) == text
+    (func,) = module.funcs
+    again = import_text(Source(f"{path.stem}.out.mlir", export_mlir(func))).module
+    assert print_module(again) == text
 
 
 # JAX's functions lowered afresh (jax installed) ------------------------------------------------
