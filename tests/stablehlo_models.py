@@ -52,6 +52,14 @@ def _movement_np(x: np.ndarray, i: np.ndarray) -> tuple[np.ndarray, ...]:
             np.sum(x.astype(np.int32), 0), np.pad(x, ((1, 2), (0, 3)), constant_values=1.5))
 
 
+def _stats_np(x: np.ndarray) -> tuple[np.ndarray, ...]:
+    m = x.max(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        finite = np.isfinite(np.log(x))
+    return (np.log(np.exp(x - m).sum(axis=1)) + m[:, 0], x.var(0), x[::-1, ::-1],
+            np.where(finite, x, 0.0))
+
+
 def jax_functions() -> dict[str, Callable[..., Any]]:
     """The JAX side (imports jax)."""
     import jax
@@ -74,7 +82,12 @@ def jax_functions() -> dict[str, Callable[..., Any]]:
                 jnp.sum(x.astype(jnp.int32), 0),
                 jnp.pad(x, ((1, 2), (0, 3)), constant_values=1.5))
 
+    def stats(x: Any) -> tuple[Any, ...]:
+        return (jax.nn.logsumexp(x, axis=1), jnp.var(x, 0), x[::-1, ::-1],
+                jnp.where(jnp.isfinite(jnp.log(x)), x, 0.0))
+
     return {"softmax": lambda x: jax.nn.softmax(x, axis=-1), "layernorm": layernorm,
+            "stats": stats,
             "mlp": lambda x, w, b: jax.nn.relu(x @ w + b),
             "gelu_tanh": lambda x: jax.nn.gelu(x, approximate=True),
             "gelu_erf": lambda x: jax.nn.gelu(x, approximate=False),
@@ -90,6 +103,7 @@ MODELS: dict[str, tuple[Callable[..., Any], Shapes]] = {
     "gelu_erf": (_gelu_erf_np, [((4, 16), F32)]),
     "attention": (_attention_np, [((2, 4, 8), F32)] * 3),
     "movement": (_movement_np, [((4, 8), F32), ((5,), I32)]),
+    "stats": (_stats_np, [((4, 8), F32)]),
 }
 
 

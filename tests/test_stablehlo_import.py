@@ -42,7 +42,9 @@ def _check(func: Func, args: Sequence[np.ndarray], want: Sequence[np.ndarray], w
         for i, (g, w, b) in enumerate(zip(got, want, bounds, strict=True)):
             w = np.asarray(w)
             assert g.shape == w.shape and g.dtype == w.dtype, f"{what} result {i} ({engine})"
-            assert_within(g, w, 2 * b, f"{what} result {i}: {engine} vs the expected")
+            with np.errstate(over="ignore"):  # bounds beside NaN results may overflow
+                twice = 2 * b
+            assert_within(g, w, twice, f"{what} result {i}: {engine} vs the expected")
 
 
 def _numpy_want(name: str, args: Sequence[np.ndarray], func: Func) -> list[np.ndarray]:

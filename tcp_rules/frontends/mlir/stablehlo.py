@@ -26,7 +26,9 @@ from tcp_rules.frontends.mlir.stablehlo_dynamic import DYNAMIC
 from tcp_rules.frontends.mlir.stablehlo_movement import (
     MOVEMENT,
     attribute,
+    checked,
     declared,
+    ints,
     keyword,
     operands,
     result_dtype,
@@ -123,6 +125,29 @@ def _logical(ctx: FuncContext, op: Op) -> Sequence[Result]:
     return [ctx.apply("select", args, {}, op, declared(v))]
 
 
+def _is_finite(ctx: FuncContext, op: Op) -> Sequence[Result]:
+    """is_finite(x) is ``x - x == 0``: 0 for every finite x, NaN for infinities and NaN."""
+    v = view(op)
+    (x,) = operands(ctx, v, 1)
+    return [ctx.apply("eq", [ctx.apply("sub", [x, x], {}, op), Literal(0)], {}, op,
+                      declared(v))]
+
+
+def _reverse(ctx: FuncContext, op: Op) -> Sequence[Result]:
+    """``reverse %x, dims = [..]``: a gather of the indices n-1, ..., 0 along each (static) dim."""
+    v = view(op)
+    (x,) = operands(ctx, v, 1)
+    for axis in ints(op, "dims", "dimensions"):
+        n = x.type.dims[axis].const if 0 <= axis < x.type.rank else None
+        if n is None:
+            raise error(f"{op.name}: dim {axis} must be a static axis of {x.type}", op.span)
+        idx = ctx.apply("dense", [], {"value": np.arange(n - 1, -1, -1, dtype=np.int64),
+                                      "dtype": DType.I64}, op)
+        x = ctx.apply("gather", [x, idx], {"axis": axis}, op)
+    checked(ctx, x, v)
+    return [x]
+
+
 def _convert(ctx: FuncContext, op: Op) -> Sequence[Result]:
     v = view(op)
     (x,) = operands(ctx, v, 1)
@@ -180,7 +205,8 @@ def _table() -> Mapping[str, Handler]:
                   "stablehlo.clamp": _clamp, "stablehlo.sign": _sign,
                   "stablehlo.and": _logical, "stablehlo.or": _logical,
                   "stablehlo.not": _logical, "stablehlo.convert": _convert,
-                  "stablehlo.constant": _constant, "stablehlo.iota": _iota})
+                  "stablehlo.constant": _constant, "stablehlo.iota": _iota,
+                  "stablehlo.is_finite": _is_finite, "stablehlo.reverse": _reverse})
     table.update(MOVEMENT)
     table.update(DOT)
     table.update(DYNAMIC)
