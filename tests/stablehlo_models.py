@@ -60,6 +60,12 @@ def _stats_np(x: np.ndarray) -> tuple[np.ndarray, ...]:
             np.where(finite, x, 0.0))
 
 
+def _argmax_np(x: np.ndarray) -> tuple[np.ndarray, ...]:
+    r = np.round(x)  # ties: the first index wins
+    return (np.argmax(r, 1), np.argmin(r, 0), np.argmax(np.where(x > 1.2, np.nan, x), 1),
+            np.argmax(r.astype(np.int32), 1))
+
+
 def jax_functions() -> dict[str, Callable[..., Any]]:
     """The JAX side (imports jax)."""
     import jax
@@ -86,8 +92,14 @@ def jax_functions() -> dict[str, Callable[..., Any]]:
         return (jax.nn.logsumexp(x, axis=1), jnp.var(x, 0), x[::-1, ::-1],
                 jnp.where(jnp.isfinite(jnp.log(x)), x, 0.0))
 
+    def argmax(x: Any) -> tuple[Any, ...]:
+        r = jnp.round(x)
+        return (jnp.argmax(r, 1), jnp.argmin(r, 0),
+                jnp.argmax(jnp.where(x > 1.2, jnp.nan, x), 1),
+                jnp.argmax(r.astype(jnp.int32), 1))
+
     return {"softmax": lambda x: jax.nn.softmax(x, axis=-1), "layernorm": layernorm,
-            "stats": stats,
+            "stats": stats, "argmax": argmax,
             "mlp": lambda x, w, b: jax.nn.relu(x @ w + b),
             "gelu_tanh": lambda x: jax.nn.gelu(x, approximate=True),
             "gelu_erf": lambda x: jax.nn.gelu(x, approximate=False),
@@ -104,6 +116,7 @@ MODELS: dict[str, tuple[Callable[..., Any], Shapes]] = {
     "attention": (_attention_np, [((2, 4, 8), F32)] * 3),
     "movement": (_movement_np, [((4, 8), F32), ((5,), I32)]),
     "stats": (_stats_np, [((4, 8), F32)]),
+    "argmax": (_argmax_np, [((6, 8), F32)]),
 }
 
 

@@ -245,6 +245,14 @@ def test_a_file_mixes_stablehlo_and_tcp_ops() -> None:
     _check(func, [a, b], [want], "mixed dialects")
 
 
+def test_dynamic_reshape_to_a_shape_of_dim_arguments() -> None:
+    func = import_mlir(DATA / "dynamic_reshape.mlir").module.funcs[0]
+    assert func.result_types[0].dims == (Dim.of("b"), Dim.of(2), Dim.of(2))
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    (got,) = run_func(func, [np.array(3, np.int32), x], "compiled")
+    np.testing.assert_array_equal(got, x.reshape(3, 2, 2))
+
+
 # dot_general and gather layouts, against NumPy ----------------------------------------------
 
 @st.composite
@@ -389,7 +397,7 @@ BAD = {
                         'tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)\n'
                         '   reducer(%a: tensor<f32>, %c: tensor<f32>) (%b: tensor<f32>, '
                         '%d: tensor<f32>)  {\n    stablehlo.return %a, %b : tensor<f32>, '
-                        'tensor<f32>\n  }', (3, 3), "variadic reduce"),
+                        'tensor<f32>\n  }', (3, 3), "read only as JAX's argmax or argmin"),
     "gather": ('%9 = "stablehlo.gather"(%arg0, %arg1) <{dimension_numbers = #stablehlo.gather<'
                'offset_dims = [0, 1], start_index_map = [1], index_vector_dim = 1>, '
                'slice_sizes = array<i64: 4, 2>}> : (tensor<4x8xf32>, tensor<2x1xi32>) -> '

@@ -21,6 +21,7 @@ import numpy as np
 from tcp_rules.build import Literal
 from tcp_rules.frontends.mlir.attrs import dense, error, integer, shaped
 from tcp_rules.frontends.mlir.importer import FuncContext, Handler, Result
+from tcp_rules.frontends.mlir.stablehlo_argmax import ARG_REDUCE
 from tcp_rules.frontends.mlir.stablehlo_dot import DOT
 from tcp_rules.frontends.mlir.stablehlo_dynamic import DYNAMIC
 from tcp_rules.frontends.mlir.stablehlo_movement import (
@@ -210,6 +211,7 @@ def _table() -> Mapping[str, Handler]:
     table.update(MOVEMENT)
     table.update(DOT)
     table.update(DYNAMIC)
+    table.update(ARG_REDUCE)  # reduce: argmax/argmin, else the one-operand reduce
     return table
 
 

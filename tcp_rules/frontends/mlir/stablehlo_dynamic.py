@@ -24,7 +24,7 @@ from tcp_rules.frontends.mlir.syntax import Op, Str
 from tcp_rules.frontends.mlir.views import view
 from tcp_rules.ir import Apply, Param
 from tcp_rules.ir import Value as TValue
-from tcp_rules.types import Dim
+from tcp_rules.types import DenseData, Dim, dims_product
 
 _ARITH = {"add": Dim.__add__, "sub": Dim.__sub__, "mul": Dim.__mul__}
 
@@ -41,7 +41,8 @@ def shape_dims(ctx: FuncContext, v: TValue, op: Op) -> list[Dim]:
         if name == "splat" and n is not None:
             return [Dim.of(int(a["value"]))] * n
         if name == "dense":
-            return [Dim.of(int(x)) for x in a["value"].reshape(-1)]
+            data: DenseData = a["value"]
+            return [Dim.of(int(x)) for x in data.array.reshape(-1)]
         if name in ("reshape", "cast"):
             return shape_dims(ctx, v.operands[0], op)
         if name == "concat":
@@ -81,6 +82,11 @@ def _dynamic_reshape(ctx: FuncContext, op: Op) -> Sequence[Result]:
     for s, w in zip(sizes, want, strict=True):
         if w is not None:
             ctx.unify(s, Dim.of(w))
+    have, get = dims_product(x.type.dims), dims_product(sizes)
+    if have != get and len(have.terms) == len(get.terms) == 1:
+        (m1, c1), (m2, c2) = have.terms[0], get.terms[0]
+        if c1 == c2 and len(m1) == len(m2) == 1:  # c*s1 elements as c*s2: s1 is s2
+            ctx.unify(Dim.of(m1[0]), Dim.of(m2[0]))
     return [ctx.apply("reshape", [x], {"shape": sizes}, op, declared(v))]
 
 
