@@ -27,6 +27,7 @@ from tcp_rules.frontends.mlir.attrs import error, shaped
 from tcp_rules.frontends.mlir.syntax import (
     Block,
     Elem,
+    Group,
     MlirFile,
     Op,
     Symbol,
@@ -47,7 +48,9 @@ Handler = Callable[["FuncContext", Op], Sequence[Result]]
 DIALECTS: dict[str, str] = {"tcp": "tcp_rules.frontends.mlir.tcp",
                             "tcpr": "tcp_rules.frontends.mlir.tcp",
                             "arith": "tcp_rules.frontends.mlir.tensor",
-                            "tensor": "tcp_rules.frontends.mlir.tensor"}
+                            "tensor": "tcp_rules.frontends.mlir.tensor",
+                            "stablehlo": "tcp_rules.frontends.mlir.stablehlo",
+                            "chlo": "tcp_rules.frontends.mlir.chlo"}
 TERMINATORS = frozenset({"return", "func.return", "tcp.yield", "stablehlo.return"})
 
 
@@ -232,7 +235,10 @@ def _call(ctx: FuncContext, op: Op) -> Sequence[Result]:
         raise error(f"call of unknown function {render(sym) if sym else ''}", op.span)
     if ctx.depth > 50:
         raise error("calls nest more than 50 deep (recursion?)", op.span)
-    args = [ctx.lookup(e) for e in view(op).operands]
+    # pretty form: call @f(%a, %b) : ...; generic: "func.call"(%a, %b) {callee = @f} : ...
+    given = next((e.items for e in op.body if isinstance(e, Group) and e.open == "("), ())
+    args = [ctx.lookup(e) for e in (view(op).operands or
+                                    [x for x in given if isinstance(x, Value)])]
     if len(args) != len(callee.args):
         raise error(f"@{callee.name} takes {len(callee.args)} argument(s), given {len(args)}",
                     op.span)
