@@ -85,7 +85,9 @@ def _stable(text: str) -> str:
 def test_golden_verdicts(examples: dict[str, Rule], golden) -> None:  # type: ignore[no-untyped-def]
     # sum-sum: unknown for a stated reason (the order NumPy sums 4 floats in), not a timeout,
     # so that the text does not depend on the machine's speed
-    for name, file in (("add-negzero", "proved"), ("max-comm", "refuted"),
+    # select-magic: its counterexample is the only one (z3's choice among several, as for
+    # max-comm, may depend on what the process solved before)
+    for name, file in (("add-negzero", "proved"), ("select-magic", "refuted"),
                        ("sum-sum", "unknown")):
         v = prove_rule(examples[name], timeout=2.0)
         text = format_proof(v).replace(str(examples[name].span.source.name), "examples.tcpr")
@@ -102,7 +104,7 @@ SLOW = {"exp-add-exact", "div-as-reciprocal-exact", "sigmoid-symmetry-exact", "e
 @pytest.mark.parametrize("rule", [r for r in UNSOUND if FULL or r.name not in SLOW],
                          ids=lambda r: r.name)
 def test_wrong_rules_are_never_proved(rule: Rule) -> None:
-    v = prove_rule(rule, timeout=3.0)
+    v = prove_rule(rule, timeout=2.0)
     assert v.status != "proved", f"{rule.name} proved: {v.how} {v.bound}"
     if v.status == "refuted":
         assert v.counterexample is not None and v.counterexample.mismatch is not None
@@ -112,7 +114,7 @@ def test_wrong_rules_are_never_proved(rule: Rule) -> None:
 
 def _library_sample() -> list[Rule]:
     rules = load_standard_library().rules
-    return list(rules) if FULL else list(rules[::12])
+    return list(rules) if FULL else list(rules[::40])
 
 
 def test_prover_and_tester_agree_on_the_library() -> None:
@@ -120,7 +122,7 @@ def test_prover_and_tester_agree_on_the_library() -> None:
     library rule (the library is meant to be sound)."""
     from tcp_rules.verify import verify_rule
 
-    for v in prove_rules(_library_sample(), timeout=3.0, tester=False):
+    for v in prove_rules(_library_sample(), timeout=2.0, tester=False):
         assert v.status != "refuted", format_proof(v)
         if v.status == "proved":
             t = verify_rule(v.rule)

@@ -24,7 +24,8 @@ def real_axioms(ctx: Ctx) -> list[z3.BoolRef]:
     if exp is not None:
         out += [z3.ForAll([a], exp(a) > 0, patterns=[exp(a)]), exp(z3.RealVal(0)) == 1,
                 z3.ForAll([a, b], exp(a + b) == exp(a) * exp(b), patterns=[exp(a + b)]),
-                z3.ForAll([a, b], exp(a - b) * exp(b) == exp(a), patterns=[exp(a - b)])]
+                z3.ForAll([a, b], exp(a - b) * exp(b) == exp(a), patterns=[exp(a - b)]),
+                z3.ForAll([a], exp(-a) * exp(a) == 1, patterns=[exp(-a)])]
     if log is not None:
         out += [log(z3.RealVal(1)) == 0,
                 z3.ForAll([a, b], z3.Implies(z3.And(a > 0, b > 0),
@@ -36,6 +37,9 @@ def real_axioms(ctx: Ctx) -> list[z3.BoolRef]:
     if exp is not None and log is not None:
         out += [z3.ForAll([a], log(exp(a)) == a, patterns=[log(exp(a))]),
                 z3.ForAll([a], z3.Implies(a > 0, exp(log(a)) == a), patterns=[exp(log(a))])]
+    if sqrt is not None and log is not None:
+        out.append(z3.ForAll([a], z3.Implies(a > 0, log(sqrt(a)) == log(a) / 2),
+                             patterns=[log(sqrt(a))]))
     if sqrt is not None:
         out += [z3.ForAll([a, b], z3.Implies(z3.And(a >= 0, b >= 0),
                                              sqrt(a * b) == sqrt(a) * sqrt(b)),

@@ -27,12 +27,16 @@ class Unsupported(Exception):
 
 @dataclass
 class Ctx:
-    """How floats are read (``fp`` or ``real``), plus the uninterpreted functions in use and the
-    side conditions (axioms instantiated at their uses) that the solver must assume."""
+    """How floats are read (``fp`` or ``real``), plus the uninterpreted functions in use, the
+    facts (axioms instantiated at their uses) that the solver may assume, and the conditions
+    under which real-valued terms are defined."""
 
     mode: str = "fp"
     funcs: dict[str, z3.FuncDeclRef] = field(default_factory=dict)
     facts: list[z3.BoolRef] = field(default_factory=list)
+    # Where a real-valued term is defined (divisor nonzero, sqrt's argument >= 0), in the order
+    # the terms were built; obligation.symbolic attributes them to the side that needs them.
+    domain: list[z3.BoolRef] = field(default_factory=list)
     uninterpreted: set[str] = field(default_factory=set)
     fresh: int = 0
 

@@ -18,7 +18,7 @@ import numpy as np
 import z3
 
 from tcp_rules.interpret import _concrete_attrs
-from tcp_rules.ir import Apply, Param
+from tcp_rules.ir import Apply, Param, topo_order
 from tcp_rules.ops import ShapeError
 from tcp_rules.prove.domain import Ctx, Unsupported, var
 from tcp_rules.prove.formulas import FORMULAS, UNSUPPORTED
@@ -182,9 +182,11 @@ def inputs_of(setup: Setup, mode: str) -> dict[str, np.ndarray]:
 
 
 def symbolic(setup: Setup, inputs: dict[str, np.ndarray], ctx: Ctx
-             ) -> tuple[np.ndarray, np.ndarray]:
-    """Both sides as arrays of z3 terms; Unsupported where an op has no formula here."""
+             ) -> tuple[np.ndarray, np.ndarray, list[z3.BoolRef], list[z3.BoolRef]]:
+    """Both sides as arrays of z3 terms, and where each is defined (over the reals: nonzero
+    divisors, sqrt of x >= 0); Unsupported where an op has no formula here."""
     vals: dict[int, np.ndarray] = {}
+    own: dict[int, list[z3.BoolRef]] = {}
     for v in setup.func.values():
         if isinstance(v, Param):
             vals[id(v)] = inputs[v.param]
@@ -201,9 +203,13 @@ def symbolic(setup: Setup, inputs: dict[str, np.ndarray], ctx: Ctx
             out = v.op.infer(types, attrs)
         except ShapeError as e:
             raise Unsupported(f"{name}: {e.message}") from None
+        before = len(ctx.domain)
         vals[id(v)] = FORMULAS[name](ctx, name, args, types, out, attrs)
+        own[id(v)] = ctx.domain[before:]
     lhs, rhs = (vals[id(r)] for r in setup.func.results)
-    return lhs, rhs
+    dl, dr = ([c for u in topo_order([r]) for c in own.get(id(u), [])]
+              for r in setup.func.results)
+    return lhs, rhs, dl, dr
 
 
 def equal(a: z3.ExprRef, b: z3.ExprRef) -> z3.BoolRef:

@@ -75,7 +75,7 @@ def check(ob: Obligation, rule: Rule, mode: str, pre: tuple[Guard, ...], judge: 
     the verifier's ``judge`` (exact or approx) before it counts as a counterexample."""
     inputs = inputs_of(ob.setup, mode)
     try:
-        lhs, rhs = symbolic(ob.setup, inputs, ctx)
+        lhs, rhs, defined_l, defined_r = symbolic(ob.setup, inputs, ctx)
     except Unsupported as e:
         return Outcome("unknown", str(e))
     except z3.Z3Exception as e:  # a formula bug: shown as the reason, never a proof
@@ -84,7 +84,7 @@ def check(ob: Obligation, rule: Rule, mode: str, pre: tuple[Guard, ...], judge: 
         return Outcome("unknown", f"sides differ in shape: {lhs.shape} vs {rhs.shape}")
     pairs = [(a, b) for a, b in zip(lhs.reshape(-1), rhs.reshape(-1), strict=True)
              if not z3.is_true(z3.simplify(equal(a, b)))]  # z3's rewriter settles most
-    if not pairs:
+    if not pairs and not defined_r:
         return Outcome("proved")
     solver = z3.Solver()
     solver.set(timeout=max(1, int(timeout * 1000)))
@@ -94,7 +94,9 @@ def check(ob: Obligation, rule: Rule, mode: str, pre: tuple[Guard, ...], judge: 
                      for a in inputs.values() for e in a.reshape(-1) if z3.is_fp(e)])
     if mode == "real":
         solver.add(*real_axioms(ctx))
-    solver.add(z3.Not(z3.And(*[equal(a, b) for a, b in pairs])))
+    # Where the rewritten side is defined, the new side must be too, and equal to it.
+    solver.add(*defined_l)
+    solver.add(z3.Not(z3.And(*defined_r, *[equal(a, b) for a, b in pairs])))
     answer = solver.check()
     if answer == z3.unsat:
         return Outcome("proved")

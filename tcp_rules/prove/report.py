@@ -16,7 +16,9 @@ JSON_SCHEMA_VERSION = 1
 
 def scope(v: ProofVerdict) -> str:
     """Where a proof holds: 'all shapes' or 'up to <bound>'."""
-    return "all shapes" if v.bound is None else f"up to {v.bound}"
+    if v.bound is None:
+        return "all shapes"
+    return f"all shapes {v.bound}" if v.bound.startswith("except") else f"up to {v.bound}"
 
 
 def tester_text(t: Verdict | None) -> str:
