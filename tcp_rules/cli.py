@@ -364,10 +364,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
         verdicts = verify_rules(rules, profile, args.seed, progress)
     bad = [v for v in verdicts if not v.ok]
-    if args.prove and not _verify_and_prove(args, rules, verdicts):
+    proofs = _verify_and_prove(args, rules, verdicts) if args.prove else None
+    if proofs is not None and any(p["status"] == "refuted" for p in proofs):
         bad.append(verdicts[0])  # a refuted rule fails the run even where the tester passed it
     if args.json:
-        print(json.dumps(report_json(verdicts, profile.name, args.seed), indent=2))
+        data = report_json(verdicts, profile.name, args.seed)
+        if proofs is not None:
+            data["proofs"] = proofs
+        print(json.dumps(data, indent=2))
     else:
         print(f"\n{len(verdicts)} rules verified ({profile.name} profile, {profile.examples} "
               f"cases per direction, seed {args.seed}) in {time.perf_counter() - start:.1f} s: "
@@ -400,10 +404,10 @@ def cmd_prove(args: argparse.Namespace) -> int:
 
 
 def _verify_and_prove(args: argparse.Namespace, rules: Sequence[Rule], tests: list[Verdict]
-                      ) -> bool:
-    """``tcpr verify --prove``: prove too, and print one table; False if any rule is refuted."""
+                      ) -> list[dict[str, Any]]:
+    """``tcpr verify --prove``: prove too and print one table; the proofs as JSON."""
     from tcp_rules.prove import prove_rules
-    from tcp_rules.prove.report import format_proof, table
+    from tcp_rules.prove.report import format_proof, proof_json, table
 
     proofs = prove_rules(rules, tester=False)
     for p, t in zip(proofs, tests, strict=True):
@@ -412,7 +416,7 @@ def _verify_and_prove(args: argparse.Namespace, rules: Sequence[Rule], tests: li
             print(format_proof(p))
     if not args.json:
         print(table(proofs, tests))
-    return not any(p.status == "refuted" for p in proofs)
+    return [proof_json(p) for p in proofs]
 
 
 def cmd_ops(args: argparse.Namespace) -> int:

@@ -153,6 +153,9 @@ def test_verify_prove_prints_one_table(tmp_path: Path, capsys: pytest.CaptureFix
     out = capsys.readouterr().out
     assert "rule         class  proof   bound       test" in out
     assert "neg-neg      exact  proved  all shapes  ok (" in out
+    assert main(["verify", str(good), "--prove", "--examples", "10", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [p["status"] for p in data["proofs"]] == ["proved", "proved"]
 
 
 def test_check_prove_fails_on_a_refuted_rule(tmp_path: Path) -> None:

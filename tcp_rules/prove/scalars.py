@@ -192,7 +192,10 @@ def _libm(name: str) -> ScalarFn:
         for test, value in reversed(_special(name, x)):
             r = z3.If(test, value, r)
         return z3.If(z3.fpIsNaN(x), z3.fpNaN(x.sort()), r)
-    return storage(run)
+    # In f16/bf16 the op is round(f(widen(x))): itself some function of x, with the same facts
+    # (rounding keeps ±0, ±1, ±inf, NaN and signs, and is odd), so the uninterpreted function
+    # stands at the storage sort directly.
+    return storage(run, exact=True)
 
 
 def _real_libm(ctx: Ctx, name: str, x: E) -> E:
@@ -230,7 +233,7 @@ def _binary_libm(name: str) -> ScalarFn:
                          z3.If(z3.fpEQ(y, one), x,  # pow(x, 1) == x exactly
                                z3.If(nan, z3.fpNaN(x.sort()), f)))
         return z3.If(z3.Or(z3.fpIsNaN(x), z3.fpIsNaN(y)), z3.fpNaN(x.sort()), f)
-    return storage(run)
+    return storage(run, exact=True)  # as for _libm: rounding keeps every fact used
 
 
 def _real_pow(ctx: Ctx, x: E, y: E, f: E) -> E:
