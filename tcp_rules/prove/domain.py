@@ -125,11 +125,3 @@ def _fp_float(e: z3.FPNumRef) -> float:
     normal = e.exponent_as_long(biased=True) != 0
     value = (1 + sig if normal else sig) * (Fraction(2) ** exp)
     return float(-value if e.isNegative() else value)
-
-
-def is_fp(e: z3.ExprRef) -> bool:
-    return z3.is_fp(e)
-
-
-def fp_nan_like(e: z3.ExprRef) -> z3.ExprRef:
-    return z3.fpNaN(e.sort())
