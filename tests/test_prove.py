@@ -114,7 +114,7 @@ def test_wrong_rules_are_never_proved(rule: Rule) -> None:
 
 def _library_sample() -> list[Rule]:
     rules = load_standard_library().rules
-    return list(rules) if FULL else list(rules[::70])
+    return list(rules) if FULL else list(rules[::140])
 
 
 def test_prover_and_tester_agree_on_the_library() -> None:
