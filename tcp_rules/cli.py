@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from tcp_rules.kernels import KernelInfo
     from tcp_rules.optimize import OptOptions
     from tcp_rules.rules.library import RuleLibrary
+    from tcp_rules.rules.model import Rule
     from tcp_rules.verify import Verdict
 
 
@@ -96,6 +97,15 @@ def check_rule_files(args: argparse.Namespace, paths: list[Path]) -> bool:
             classes = Counter(r.soundness.kind for r in rules)
             summary = ", ".join(f"{n} {k}" for k, n in sorted(classes.items()))
             print(f"{f}: ok ({len(rules)} rules{': ' + summary if summary else ''})")
+    if getattr(args, "prove", False):
+        from tcp_rules.prove import prove_rules
+        from tcp_rules.prove.report import format_proof
+
+        proofs = prove_rules(lib.rules)
+        for v in proofs:
+            if v.status != "proved" or not args.quiet:
+                print(format_proof(v))
+        return not any(v.status == "refuted" for v in proofs)
     return True
 
 
@@ -354,13 +364,59 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
         verdicts = verify_rules(rules, profile, args.seed, progress)
     bad = [v for v in verdicts if not v.ok]
+    proofs = _verify_and_prove(args, rules, verdicts) if args.prove else None
+    if proofs is not None and any(p["status"] == "refuted" for p in proofs):
+        bad.append(verdicts[0])  # a refuted rule fails the run even where the tester passed it
     if args.json:
-        print(json.dumps(report_json(verdicts, profile.name, args.seed), indent=2))
+        data = report_json(verdicts, profile.name, args.seed)
+        if proofs is not None:
+            data["proofs"] = proofs
+        print(json.dumps(data, indent=2))
     else:
         print(f"\n{len(verdicts)} rules verified ({profile.name} profile, {profile.examples} "
               f"cases per direction, seed {args.seed}) in {time.perf_counter() - start:.1f} s: "
               f"{len(verdicts) - len(bad)} as declared, {len(bad)} worse than declared")
     return 1 if bad else 0
+
+
+def cmd_prove(args: argparse.Namespace) -> int:
+    from tcp_rules.progress import Progress
+    from tcp_rules.prove import ProofVerdict, prove_rules
+    from tcp_rules.prove.report import format_proof, report_json, summary
+    from tcp_rules.rules.library import load_rules
+
+    if args.timeout <= 0 or args.jobs < 1:
+        raise TcpError.at("--timeout must be positive and --jobs at least 1")
+    start = time.perf_counter()
+    rules = load_rules(_expand(args.files)).rules
+    with Progress("tcpr prove") as bar:
+        def progress(v: ProofVerdict) -> None:
+            if not args.json:
+                bar.print(format_proof(v))
+            bar.step(len(rules), f"rules proved or refuted, last {v.rule.name}")
+
+        verdicts = prove_rules(rules, args.timeout, args.jobs, progress=progress)
+    if args.json:
+        print(json.dumps(report_json(verdicts, args.timeout), indent=2))
+    else:
+        print("\n" + summary(verdicts, time.perf_counter() - start))
+    return 1 if any(v.status == "refuted" for v in verdicts) else 0
+
+
+def _verify_and_prove(args: argparse.Namespace, rules: Sequence[Rule], tests: list[Verdict]
+                      ) -> list[dict[str, Any]]:
+    """``tcpr verify --prove``: prove too and print one table; the proofs as JSON."""
+    from tcp_rules.prove import prove_rules
+    from tcp_rules.prove.report import format_proof, proof_json, table
+
+    proofs = prove_rules(rules, tester=False)
+    for p, t in zip(proofs, tests, strict=True):
+        p.tester = t
+        if p.status != "proved" and not args.json:
+            print(format_proof(p))
+    if not args.json:
+        print(table(proofs, tests))
+    return [proof_json(p) for p in proofs]
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
@@ -450,6 +506,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         print(verifier_suite(args.json))
         return 0
+    if args.suite == "prove":
+        from tcp_rules.prove.bench import prove_suite  # needs z3: only when asked
+
+        print(prove_suite(args.json, jobs=args.threads))  # --threads N: N worker processes
+        return 0
     if args.suite == "cost":
         from tcp_rules.costfit import cost_suite  # imports scipy.optimize: only when asked
 
@@ -532,6 +593,7 @@ def _check_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--emit", choices=(*PROGRAM_STAGES, "rules"), help="print this stage")
     p.add_argument("--json", action="store_true", help="list the rules and their classes")
     p.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    p.add_argument("--prove", action="store_true", help="prove the rules with z3 as they load")
     _dim_argument(p)
     p.set_defaults(fn=cmd_check)
 
@@ -596,9 +658,8 @@ def _opt_command_arguments(p: argparse.ArgumentParser) -> None:
 
 def _bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("cases", nargs="*", help="codegen cases to run (default: all)")
-    p.add_argument("--suite", choices=("codegen", "optimizer", "verifier", "cost", "models",
-                                       "peers",
-                                       "startup", "jit"),
+    p.add_argument("--suite", choices=("codegen", "optimizer", "verifier", "prove", "cost",
+                                       "models", "peers", "startup", "jit"),
                    default="codegen")
     p.add_argument("--repeats", type=int, default=7, help="timed runs per engine (median)")
     p.add_argument("--threads", type=_thread_counts, default=(1,), metavar="T[,T...]",
@@ -615,7 +676,19 @@ def _verify_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--examples", type=int, help="cases per rule direction")
     p.add_argument("--seed", type=int, default=0, help="the same seed draws the same cases")
     p.add_argument("--thorough", action="store_true", help="ten times as many cases")
+    p.add_argument("--prove", action="store_true",
+                   help="also prove each rule with z3 (tcpr prove) and print one table")
     p.set_defaults(fn=cmd_verify)
+
+
+def _prove_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("files", nargs="+", help=".tcpr files or directories (files of the "
+                   "standard library by name: 'algebra')")
+    p.add_argument("--json", action="store_true", help="verdicts as JSON (schema 1)")
+    p.add_argument("--timeout", type=float, default=10.0,
+                   help="seconds per solver query (default 10)")
+    p.add_argument("--jobs", type=int, default=1, help="rules proved in parallel")
+    p.set_defaults(fn=cmd_prove)
 
 
 def _ops_arguments(p: argparse.ArgumentParser) -> None:
@@ -631,6 +704,7 @@ COMMANDS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None]], ...]
     ("opt", "optimize a program by equality saturation", _opt_command_arguments),
     ("bench", "benchmarks: compiled code against NumPy and others", _bench_arguments),
     ("verify", "check each rule's soundness class against NumPy", _verify_arguments),
+    ("prove", "prove or refute each rule's soundness class with z3", _prove_arguments),
     ("ops", "list the op table", _ops_arguments),
 )
 
