@@ -365,8 +365,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         verdicts = verify_rules(rules, profile, args.seed, progress)
     bad = [v for v in verdicts if not v.ok]
     proofs = _verify_and_prove(args, rules, verdicts) if args.prove else None
-    if proofs is not None and any(p["status"] == "refuted" for p in proofs):
-        bad.append(verdicts[0])  # a refuted rule fails the run even where the tester passed it
+    # a refuted rule fails the run even where the tester passed it
+    refuted = proofs is not None and any(p["status"] == "refuted" for p in proofs)
     if args.json:
         data = report_json(verdicts, profile.name, args.seed)
         if proofs is not None:
@@ -376,7 +376,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"\n{len(verdicts)} rules verified ({profile.name} profile, {profile.examples} "
               f"cases per direction, seed {args.seed}) in {time.perf_counter() - start:.1f} s: "
               f"{len(verdicts) - len(bad)} as declared, {len(bad)} worse than declared")
-    return 1 if bad else 0
+    return 1 if bad or refuted else 0
 
 
 def cmd_prove(args: argparse.Namespace) -> int:
