@@ -168,6 +168,35 @@ def _literal_context(op: OpDef, args: Sequence[Operand],
     return out
 
 
+def numpy_broadcast(shapes: Sequence[Sequence[Dim]]) -> tuple[Dim, ...]:
+    """NumPy's broadcast of several shapes (right-aligned; symbolic dims must match exactly).
+
+    Frontends that take NumPy's implicit broadcasting (ONNX, the tracer) share this rule;
+    ShapeError says where two dims disagree, and each caller words it for its source.
+    """
+    rank = max((len(s) for s in shapes), default=0)
+    out: list[Dim] = []
+    for k in range(rank):
+        d: Dim | None = None
+        for s in shapes:
+            j = k - (rank - len(s))
+            if j < 0 or s[j].const == 1:
+                continue
+            if d is None or d == s[j]:
+                d = s[j]
+            else:
+                raise ShapeError(f"{d} against {s[j]} on axis {k - rank}")
+        out.append(d if d is not None else Dim.of(1))
+    return tuple(out)
+
+
+def kept_axes(have: Sequence[Dim], dims: Sequence[Dim]) -> list[int]:
+    """The axes of a shape ``have`` that survive a NumPy broadcast to ``dims``: all but the
+    size-1 axes that expand (TCP's broadcast maps kept axes, so those are reshaped away)."""
+    offset = len(dims) - len(have)
+    return [i for i, d in enumerate(have) if not (d.const == 1 and dims[i + offset].const != 1)]
+
+
 def make_splat(value: Scalar, type_: TensorType, span: Span | None = None) -> Apply:
     """A splat constant of ``type_`` holding ``value``."""
     return make_apply(OPS["splat"], (), {"value": value, "shape": type_.dims,

@@ -9,7 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from tcp_rules.build import kept_axes, numpy_broadcast
 from tcp_rules.ir import Apply, Value
+from tcp_rules.ops import ShapeError
 from tcp_rules.tracing.context import active, apply, error, splat
 from tcp_rules.types import Dim, DType, TensorType
 
@@ -82,22 +84,11 @@ def shape_text(dims: Sequence[Dim | int]) -> str:
 
 def broadcast_dims(shapes: Sequence[Sequence[Dim]]) -> tuple[Dim, ...]:
     """NumPy's broadcast of several shapes (symbolic dims must match exactly)."""
-    rank = max((len(s) for s in shapes), default=0)
-    out: list[Dim] = []
-    for k in range(rank):
-        d: Dim | None = None
-        for s in shapes:
-            j = k - (rank - len(s))
-            if j < 0 or s[j].const == 1:
-                continue
-            if d is None or d == s[j]:
-                d = s[j]
-            else:
-                text = " and ".join(shape_text(s) for s in shapes)
-                raise error(f"shapes {text} do not broadcast: {d} against {s[j]} on axis "
-                            f"{k - rank}")
-        out.append(d if d is not None else Dim.of(1))
-    return tuple(out)
+    try:
+        return numpy_broadcast(shapes)
+    except ShapeError as e:
+        text = " and ".join(shape_text(s) for s in shapes)
+        raise error(f"shapes {text} do not broadcast: {e.message}") from None
 
 
 def broadcast_value(v: Value, dims: Sequence[Dim]) -> Value:
@@ -109,7 +100,7 @@ def broadcast_value(v: Value, dims: Sequence[Dim]) -> Value:
     offset = len(dims) - len(have)
     if offset < 0 or any(d != dims[i + offset] and d.const != 1 for i, d in enumerate(have)):
         raise error(f"cannot broadcast shape {shape_text(have)} to {shape_text(dims)}")
-    keep = [i for i, d in enumerate(have) if not (d.const == 1 and dims[i + offset].const != 1)]
+    keep = kept_axes(have, dims)
     if len(keep) != len(have):  # drop the size-1 axes that expand
         kept = tuple(have[i] for i in keep)
         # a reshape that added those axes (a reduction's keepdims) is undone, not stacked

@@ -18,9 +18,11 @@ import numpy as np
 import onnx
 
 from tcp_rules import build as tb
+from tcp_rules.build import kept_axes, numpy_broadcast
 from tcp_rules.diagnostics import TcpError
 from tcp_rules.frontends import identifier
 from tcp_rules.ir import Param, Value
+from tcp_rules.ops import ShapeError
 from tcp_rules.types import Dim, DType, TensorType
 
 Tensor = Value | np.ndarray
@@ -202,30 +204,18 @@ class Context:
         offset = len(dims) - v.type.rank
         if offset < 0:
             raise self.error(f"cannot broadcast {v.type} to rank {len(dims)}")
-        keep = [i for i, d in enumerate(v.type.dims)
-                if not (d.const == 1 and dims[i + offset].const != 1)]
+        keep = kept_axes(v.type.dims, dims)
         if len(keep) != v.type.rank:  # drop the size-1 axes that expand
             v = self.op("reshape", v, shape=[v.type.dims[i] for i in keep])
         return self.op("broadcast", v, shape=list(dims), dims=[i + offset for i in keep])
 
     def broadcast_dims(self, shapes: Sequence[Sequence[Dim]]) -> list[Dim]:
         """The NumPy broadcast of several shapes; symbolic dims must match exactly."""
-        rank = max((len(s) for s in shapes), default=0)
-        out: list[Dim] = []
-        for k in range(rank):
-            d: Dim | None = None
-            for s in shapes:
-                j = k - (rank - len(s))
-                if j < 0 or s[j].const == 1:
-                    continue
-                if d is None or d == s[j]:
-                    d = s[j]
-                else:
-                    raise self.error(f"shapes {[list(map(str, s)) for s in shapes]} do not "
-                                     f"broadcast: {d} against {s[j]} (bind symbolic dims with "
-                                     f"--dim)")
-            out.append(d if d is not None else Dim.of(1))
-        return out
+        try:
+            return list(numpy_broadcast(shapes))
+        except ShapeError as e:
+            raise self.error(f"shapes {[list(map(str, s)) for s in shapes]} do not broadcast: "
+                             f"{e.message} (bind symbolic dims with --dim)") from None
 
     def broadcast_all(self, values: Sequence[Value]) -> list[Value]:
         dims = self.broadcast_dims([v.type.dims for v in values])
