@@ -312,3 +312,16 @@ def test_run_time_errors_of_optimized_programs_point_at_the_users_file(
                      f"{prog}:3:11: error:", "slice reads past the end of axis 0",
                      "b = add(slice(a, start=[0], size=[M], stride=[1]), y)")
     assert "<optimized>" not in err
+
+
+@pytest.mark.parametrize("argv", [["prove"], ["verify", "--prove"], ["check", "--prove"]])
+def test_prove_without_z3_names_the_extra(argv: list[str], capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where z3-solver is not installed, proving says which extra to install (it was an
+    'internal error' before)."""
+    monkeypatch.setitem(sys.modules, "z3", None)  # import z3 now raises ImportError
+    for name in [m for m in sys.modules if m == "tcp_rules.prove" or
+                 m.startswith("tcp_rules.prove.")]:
+        monkeypatch.delitem(sys.modules, name)
+    rules = str(ROOT / "tests/data/unsound.tcpr")
+    user_error(tcpr(capsys, *argv, rules), "z3-solver", "tcp-rules[prove]")

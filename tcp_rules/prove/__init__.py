@@ -6,6 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from tcp_rules.diagnostics import TcpError
+
+try:
+    import z3  # noqa: F401 (every module of this package needs it: say so once, clearly)
+except ImportError:
+    raise TcpError.at("proving rules needs the 'z3-solver' package",
+                      hint="pip install 'tcp-rules[prove]'") from None
+
 from tcp_rules.prove.prover import DEFAULT_TIMEOUT, ProofVerdict, prove_rule
 from tcp_rules.rules.library import load_rules
 from tcp_rules.rules.model import Rule
