@@ -22,6 +22,7 @@ from lark import Token, Transformer, v_args
 from lark.exceptions import UnexpectedInput
 
 from tcp_rules.diagnostics import Source, Span, TcpError
+from tcp_rules.grammar.parser import span_of
 
 
 @dataclass(frozen=True)
@@ -191,10 +192,6 @@ class MlirFile:
 Elem = Value | Symbol | BlockRef | Word | Number | Str | Punct | Group | Dict | Shaped | Region
 
 
-def _span(source: Source, item: Any) -> Span:
-    return Span(source, item.line, item.column, item.end_line, item.end_column)
-
-
 def _stmt_token(source: Source, tok: Token) -> tuple[str, Span]:
     """A STMT_* token's text without the line break and blanks it starts with, and its span."""
     text = str(tok)
@@ -244,10 +241,10 @@ class _Builder(Transformer[Token, Any]):
         self.source = source
 
     def sp(self, meta: Any) -> Span:
-        return _span(self.source, meta)
+        return span_of(self.source, meta)
 
     def __default_token__(self, tok: Token) -> Any:
-        sp = _span(self.source, tok)
+        sp = span_of(self.source, tok)
         match tok.type:
             case "VALUE_ID":
                 return Value(sp, str(tok)[1:])
@@ -310,7 +307,7 @@ class _Builder(Transformer[Token, Any]):
         if head.type in ("STMT_NAME", "STMT_STRING"):
             text, name_span = _stmt_token(self.source, head)
         else:
-            text, name_span = str(head), _span(self.source, head)
+            text, name_span = str(head), span_of(self.source, head)
         generic = text.startswith('"')
         name = _unquote(text) if generic else text
         span = Span(self.source, name_span.line, name_span.col, meta.end_line, meta.end_column)
@@ -336,7 +333,7 @@ class _Builder(Transformer[Token, Any]):
                          column=head.span.col, end_line=head.span.end_line,
                          end_column=head.span.end_col)
         op = self._op(meta, results, head, children[2:])
-        start = _span(self.source, children[0])
+        start = span_of(self.source, children[0])
         return Op(Span(self.source, start.line, start.col, op.span.end_line, op.span.end_col),
                   op.results, op.name, op.body, op.name_span, op.generic)
 
