@@ -64,9 +64,10 @@ def test_max_commutativity_is_refuted_by_signed_zeros(examples: dict[str, Rule])
     assert np.maximum(np.float32(x), np.float32(y)) == 0  # what NumPy does, modelled exactly
 
 
-def test_layout_rule_is_proved_up_to_a_stated_bound(examples: dict[str, Rule]) -> None:
+def test_layout_rule_is_proved_for_every_size(examples: dict[str, Rule]) -> None:
     v = prove_rule(examples["tt"], tester=False)
-    assert v.status == "proved" and v.bound is not None and "rank <= 3" in v.bound
+    assert v.status == "proved" and v.extent == "every size"
+    assert v.bound is not None and v.bound.startswith("rank <= 3, every size,")
 
 
 def test_libm_rule_is_unknown_with_the_tester_beside_it(examples: dict[str, Rule]) -> None:
@@ -141,7 +142,7 @@ def test_cli_prove_json_and_exit_status(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["prove", str(bad)]) == 1
     out = capsys.readouterr().out
     assert f"{bad}:2:1: error: rule max-comm is declared exact but is refuted" in out
-    assert "proved  to bound  unknown  refuted" in out
+    assert "all shapes  every size  bounded  unknown  refuted" in out
 
 
 def test_verify_prove_prints_one_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]

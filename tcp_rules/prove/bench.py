@@ -21,12 +21,12 @@ def prove_suite(as_json: bool = False, jobs: int = 1, timeout: float = DEFAULT_T
     total = time.perf_counter() - start
     secs = [v.seconds for v in verdicts]
     slow = max(verdicts, key=lambda v: v.seconds)
-    counts = Counter("to bound" if v.status == "proved" and v.bound else v.status
-                     for v in verdicts)
+    counts = Counter(v.extent or v.status for v in verdicts)
     row = {"rules": len(verdicts), "seconds": round(total, 2), "jobs": jobs,
            "timeout": timeout, "median_rule_seconds": round(statistics.median(secs), 3),
            "max_rule_seconds": round(max(secs), 3), "slowest": slow.rule.name,
-           "proved_all_shapes": counts["proved"], "proved_to_bound": counts["to bound"],
+           "proved_all_shapes": counts["all shapes"], "proved_every_size": counts["every size"],
+           "proved_to_bound": counts["bounded"],
            "unknown": counts["unknown"], "refuted": counts["refuted"]}
     if as_json:
         return json.dumps(row, indent=2)

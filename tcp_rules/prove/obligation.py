@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import z3
@@ -33,6 +33,7 @@ SIZES = (1, 2)
 MAX_SYMBOLS = 6  # 2**6 size assignments per instance at most; beyond, only all-1 and all-2
 BOUND_DTYPES = (DType.F32, DType.I32, DType.I1)
 PER_DTYPE = 60  # instances per dtype at most (the verdict says so when the cap is reached)
+GENERAL_PER_DTYPE = 150  # the same for proofs for every size, one query per instance
 # Every dtype for a scalar (all-shapes) proof, f32 first: a counterexample is shown in the
 # first dtype that has one.
 SCALAR_DTYPES = (DType.F32, DType.F64, DType.F16, DType.BF16, DType.I32, DType.I64, DType.U32,
@@ -52,13 +53,34 @@ class Obligation:
     setup: Setup
 
 
+# One instance of a direction of a rule: (direction, from, to, instance), proved for every size
+# where it can be (allsizes.py), else through its obligations at bounded sizes.
+General = tuple[str, Pattern, Pattern, Instance]
+
+
 @dataclass
 class Plan:
-    """The obligations of a rule and the bound they cover (None: all shapes)."""
+    """The obligations of a rule and the bound they cover (None: all shapes); a rule that is
+    not elementwise also lists its instances, and the bound each reading may state."""
 
     obligations: list[Obligation]
     bound: str | None
     capped: bool = False
+    instances: list[General] = field(default_factory=list)
+    sizes: str = ""  # the bounded sizes: "dims in {1, 2}"
+    rest: list[str] = field(default_factory=list)  # what else the bound says
+    general_capped: bool = False
+
+    def scope(self, general: bool) -> str | None:
+        """The bound of a proof for every size (``general``), or at the bounded sizes."""
+        cap = self.general_capped if general else self.capped
+        rest = ([f"the first {GENERAL_PER_DTYPE if general else PER_DTYPE} instances per "
+                 "dtype"] if cap else []) + self.rest
+        if not self.sizes:  # elementwise: the scalar instances stand for every shape
+            return "; ".join(rest) or None
+        sizes = "every size" if general else self.sizes
+        head = "rank <= 3, " + sizes + ", dtypes " + ", ".join(str(d) for d in BOUND_DTYPES)
+        return "; ".join([head, *rest])
 
 
 def elementwise_only(p: Pattern) -> bool:
@@ -73,22 +95,27 @@ def _scalar(inst: Instance) -> bool:
     return all(v.type.rank == 0 for v in inst.env.tensors.values())
 
 
-def _instances(rule: Rule, frm: Pattern, dtypes: tuple[DType, ...], scalar: bool
-               ) -> tuple[list[Instance], bool]:
-    """Instances per dtype (with i1 beside it for conditions), as the verifier groups them."""
+def _instances(rule: Rule, frm: Pattern, dtypes: tuple[DType, ...], scalar: bool,
+               general: bool = False) -> tuple[list[Instance], bool]:
+    """Instances per dtype (with i1 beside it for conditions), as the verifier groups them;
+    ``general``: every instance whose guards hold at some size, for a proof for every size."""
+    from tcp_rules.prove.allsizes import guards_may_hold
+
     out: list[Instance] = []
     capped = False
     bodies = body_vars(rule)
+    cap = GENERAL_PER_DTYPE if general else PER_DTYPE
+    exact = (lambda env: guards_may_hold(rule.guards, env)) if general else None
     for i, d in enumerate(dtypes):
         kinds = [d] if d is DType.I1 else [d, DType.I1]
         taken = 0
-        for inst in Enumerator(frm, rule.guards, kinds, 50_000, bodies=bodies):
+        for inst in Enumerator(frm, rule.guards, kinds, 50_000, bodies=bodies, may_hold=exact):
             uses = {v.type.dtype for v in inst.env.tensors.values()}
             if d not in uses and (uses or i > 0):
                 continue  # an all-i1 or dtype-free instance: its own group has it
             if scalar and not _scalar(inst):
                 continue
-            if taken >= PER_DTYPE:
+            if taken >= cap:
                 capped = True
                 break
             out.append(inst)
@@ -115,7 +142,8 @@ def plan(rule: Rule) -> Plan:
     """Every obligation of ``rule``, both directions of a two-way rule."""
     scalar = elementwise_only(rule.lhs) and elementwise_only(rule.rhs)
     obligations: list[Obligation] = []
-    capped = False
+    general: list[General] = []
+    capped = general_capped = False
     larger = 0
     for label, frm, to in rule.directions():
         found: list[Obligation] = []
@@ -126,6 +154,9 @@ def plan(rule: Rule) -> Plan:
             scalar = False
             insts, cut = _instances(rule, frm, BOUND_DTYPES, False)
             capped |= cut
+            every, cut = _instances(rule, frm, BOUND_DTYPES, False, general=True)
+            general_capped |= cut
+            general += [(label, frm, to, inst) for inst in every]
             found = _concrete(label, frm, to, rule, insts)
             for n in LARGER if not found else ():
                 found = _concrete(label, frm, to, rule, insts, (n,))
@@ -135,18 +166,28 @@ def plan(rule: Rule) -> Plan:
         obligations += found
     consts = any(splat_value(v) is not None
                  for o in obligations for v in o.inst.env.tensors.values())
-    notes = []
-    if not scalar:
-        dims = f"every dim {larger}" if larger else (
-            f"dims in {{{', '.join(map(str, SIZES))}}}")
-        notes.append(f"rank <= 3, {dims}, dtypes " + ", ".join(str(d) for d in BOUND_DTYPES))
-    if capped:
-        notes.append(f"the first {PER_DTYPE} instances per dtype")
+    rest = []
     if consts:
-        notes.append("constants " + ", ".join(map(str, CONST_VALUES)))
+        rest.append("constants " + ", ".join(map(str, CONST_VALUES)))
     if rule.attr_vars and any(s.name != "DTYPE" for _, s in rule.attr_vars):
-        notes.append("attributes from each op's attribute space")
-    return Plan(obligations, "; ".join(notes) or None, capped)
+        rest.append("attributes from each op's attribute space")
+    sizes = "" if scalar else (
+        f"every dim {larger}" if larger else f"dims in {{{', '.join(map(str, SIZES))}}}")
+    p = Plan(obligations, None, capped, general, sizes, rest, general_capped)
+    p.bound = p.scope(False)
+    return p
+
+
+def _consts(inst: Instance) -> dict[str, Scalar]:
+    return {n: c for n, v in inst.env.tensors.items() if (c := splat_value(v)) is not None}
+
+
+def at_sizes(label: str, frm: Pattern, to: Pattern, rule: Rule, inst: Instance,
+             sizes: dict[str, int]) -> Obligation | None:
+    """The obligation of ``inst`` at the given sizes (None where it does not build there)."""
+    chosen = {s: sizes.get(s, 1) for s in symbols_of(inst)}
+    setup = concretize(frm, to, rule.guards, inst, chosen, _consts(inst))
+    return None if setup is None else Obligation(label, frm, to, inst, chosen, setup)
 
 
 def _concrete(label: str, frm: Pattern, to: Pattern, rule: Rule, insts: list[Instance],
@@ -154,8 +195,7 @@ def _concrete(label: str, frm: Pattern, to: Pattern, rule: Rule, insts: list[Ins
     out: list[Obligation] = []
     seen: set[str] = set()
     for inst in insts:
-        consts: dict[str, Scalar] = {n: c for n, v in inst.env.tensors.items()
-                                     if (c := splat_value(v)) is not None}
+        consts = _consts(inst)
         for chosen in _size_choices(symbols_of(inst), sizes):
             setup = concretize(frm, to, rule.guards, inst, chosen, consts)
             if setup is None:

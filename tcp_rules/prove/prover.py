@@ -20,7 +20,15 @@ import z3
 
 from tcp_rules.prove.axioms import real_axioms
 from tcp_rules.prove.domain import Ctx, Unsupported, to_numpy
-from tcp_rules.prove.obligation import Obligation, equal, inputs_of, plan, symbolic
+from tcp_rules.prove.obligation import (
+    Obligation,
+    Plan,
+    at_sizes,
+    equal,
+    inputs_of,
+    plan,
+    symbolic,
+)
 from tcp_rules.rules.model import Guard, Rule
 from tcp_rules.verify.cases import Case, make_case
 from tcp_rules.verify.checker import Verdict
@@ -28,6 +36,9 @@ from tcp_rules.verify.values import precondition_mask
 
 DEFAULT_TIMEOUT = 10.0  # seconds per solver query
 RULE_BUDGET = 6  # a rule gives up (unknown) after this many times the query timeout
+# An instance tried for every size gets at most this long: where it does not prove quickly, the
+# bounded sizes (where a counterexample can be confirmed) are the better use of the budget.
+GENERAL_TIMEOUT = 2.0
 
 
 @dataclass
@@ -45,6 +56,16 @@ class ProofVerdict:
     tester: Verdict | None = None
     seconds: float = 0.0
     uninterpreted: list[str] = field(default_factory=list)
+    general: bool = False  # proved for every size (at the ranks, dtypes and attributes tried)
+
+    @property
+    def extent(self) -> str:
+        """How far a proof reaches: "all shapes", "every size" or "bounded" ("" if none)."""
+        if self.status != "proved":
+            return ""
+        if self.bound is None:
+            return "all shapes"
+        return "every size" if self.general else "bounded"
 
 
 @dataclass
@@ -52,6 +73,7 @@ class Outcome:
     status: str  # proved | refuted | unknown
     reason: str = ""
     case: Case | None = None
+    general: bool = False  # proved for every size
 
 
 def _precondition(pre: tuple[Guard, ...], inputs: dict[str, np.ndarray], ob: Obligation
@@ -147,10 +169,50 @@ def _reads(g: Guard, arrays: dict[str, np.ndarray]) -> bool:
     return name in arrays
 
 
-def _attempt(rule: Rule, obligations: list[Obligation], mode: str, pre: tuple[Guard, ...],
-             judge: str, timeout: float, deadline: float, used: set[str]) -> Outcome:
-    """All obligations in one reading: refuted at the first confirmed counterexample, proved
-    if every one is, else unknown with the first reason."""
+# Sizes at which a proof for every size found the sides may differ are tried with concrete
+# values when no dim exceeds this (larger ones would make the concrete query too big).
+LARGEST_FOUND = 8
+
+
+def _general(p: Plan, mode: str, pre: tuple[Guard, ...], judge: str, timeout: float,
+             deadline: float, rule: Rule) -> Outcome | None:
+    """Proved if every instance is proved for every size in this reading; refuted if the
+    solver found sizes where one may fail and NumPy confirms a counterexample there (bounded
+    sizes miss a rule that fails only at size 3); None: prove at bounded sizes. Stops at the
+    first instance that is not proved. Preconditions are hypotheses about every element,
+    which these proofs do not state: such rules are proved at bounded sizes only."""
+    from tcp_rules.prove.allsizes import prove_instance
+
+    if pre or not p.instances:
+        return None
+    for label, frm, to, inst in p.instances:
+        if time.perf_counter() > deadline:
+            return None
+        a = prove_instance(frm, to, rule.guards, inst, mode, min(timeout, GENERAL_TIMEOUT))
+        if a.proved:
+            continue
+        if a.sizes is not None and max(a.sizes.values(), default=0) <= LARGEST_FOUND:
+            ob = at_sizes(label, frm, to, rule, inst, a.sizes)
+            if ob is not None:
+                out = check(ob, rule, mode, pre, judge, timeout, Ctx(mode))
+                if out.status == "refuted":
+                    return out
+        return None
+    return Outcome("proved", general=True)
+
+
+def _attempt(rule: Rule, p: Plan, mode: str, pre: tuple[Guard, ...], judge: str,
+             timeout: float, deadline: float, used: set[str]) -> Outcome:
+    """All obligations in one reading: proved for every size if each instance is (allsizes.py);
+    else at bounded sizes, refuted at the first confirmed counterexample, proved if every
+    obligation is, else unknown with the first reason."""
+    general = _general(p, mode, pre, judge, timeout, deadline, rule)
+    if general is not None:
+        return general
+    obligations = p.obligations
+    if not obligations:
+        return Outcome("unknown", "not proved for every size, and no instance of the rule "
+                       "could be built at bounded sizes")
     unknown: Outcome | None = None
     timed_out: list[str] = []
     proved = 0
@@ -191,7 +253,7 @@ def prove_rule(rule: Rule, timeout: float = DEFAULT_TIMEOUT, tester: bool = True
     kind, pre = rule.soundness.kind, rule.soundness.precondition
     used: set[str] = set()
     v = ProofVerdict(rule, "unknown", p.bound, obligations=len(p.obligations))
-    if not p.obligations:
+    if not p.obligations and not p.instances:
         v.reason = "no instance of the rule could be built (check its guards)"
     else:
         # (reading, hypotheses, the tester's judge for a model, what a proof shows, may a
@@ -206,12 +268,13 @@ def prove_rule(rule: Rule, timeout: float = DEFAULT_TIMEOUT, tester: bool = True
         attempts = table[kind]
         first: Outcome | None = None
         for mode, hyp, judge, how, refutes in attempts:
-            out = _attempt(rule, p.obligations, mode, hyp, judge, timeout, deadline, used)
+            out = _attempt(rule, p, mode, hyp, judge, timeout, deadline, used)
             if out.status == "refuted" and not refutes:
                 out = Outcome("unknown", "exact in IEEE arithmetic fails, which does not "
                               "refute approx")
             if out.status == "proved":
-                v.status, v.how = "proved", how
+                v.status, v.how, v.general = "proved", how, out.general
+                v.bound = p.scope(out.general)
                 if out.reason:
                     v.bound = f"{v.bound}; {out.reason}" if v.bound else out.reason
                 break

@@ -48,24 +48,25 @@ def format_proof(v: ProofVerdict) -> str:
     return "\n".join(lines)
 
 
+COLUMNS = ("all shapes", "every size", "bounded", "unknown", "refuted")
+
+
 def summary(verdicts: list[ProofVerdict], seconds: float) -> str:
-    """Counts per file (proved for all shapes / proved to a bound / unknown / refuted), the
-    total and slowest times."""
+    """Counts per file (proved for all shapes / for every size at rank <= 3 / at bounded
+    sizes; unknown; refuted), the total and slowest times."""
     rows: dict[str, Counter[str]] = {}
     for v in verdicts:
         f = Path(v.rule.span.source.name).name if v.rule.span else "?"
-        key = "refuted" if v.status == "refuted" else "unknown" if v.status == "unknown" else (
-            "all" if v.bound is None else "bound")
-        rows.setdefault(f, Counter())[key] += 1
+        rows.setdefault(f, Counter())[v.extent or v.status] += 1
     width = max([len(f) for f in rows] + [5])
-    lines = [f"{'file':<{width}}  {'proved':>6}  {'to bound':>8}  {'unknown':>7}  {'refuted':>7}"]
     total: Counter[str] = Counter()
-    for f, c in rows.items():
+    for c in rows.values():
         total += c
-        lines.append(f"{f:<{width}}  {c['all']:>6}  {c['bound']:>8}  {c['unknown']:>7}  "
-                     f"{c['refuted']:>7}")
-    lines.append(f"{'total':<{width}}  {total['all']:>6}  {total['bound']:>8}  "
-                 f"{total['unknown']:>7}  {total['refuted']:>7}")
+
+    def line(name: str, c: Counter[str]) -> str:
+        return f"{name:<{width}}  " + "  ".join(f"{c[k]:>{len(k)}}" for k in COLUMNS)
+    lines = [f"{'file':<{width}}  " + "  ".join(COLUMNS)]
+    lines += [line(f, c) for f, c in rows.items()] + [line("total", total)]
     strict = [v for v in verdicts if v.rule.soundness.kind in ("exact", "assumes")]
     done = sum(v.status == "proved" for v in strict)
     if strict:
@@ -98,6 +99,7 @@ def proof_json(v: ProofVerdict) -> dict[str, Any]:
             "precondition": (str(v.rule.soundness) if v.rule.soundness.kind == "assumes"
                              else None),
             "status": v.status, "how": v.how or None, "bound": v.bound,
+            "extent": v.extent or None,
             "instances": v.obligations, "seconds": round(v.seconds, 3),
             "reason": v.reason or None, "uninterpreted": v.uninterpreted,
             "counterexample": c,

@@ -59,6 +59,10 @@ class EvalError(Exception):
     """A function is undefined on its arguments (the guard fails, the rewrite does not apply)."""
 
 
+class SymbolicSize(EvalError):
+    """A number was needed where a symbolic size stands: defined once the size is known."""
+
+
 @dataclass(frozen=True)
 class TensorInfo:
     """What rule functions may know about a tensor: its type, and its value if a splat."""
@@ -109,7 +113,7 @@ def as_int(v: Any) -> int:
     if isinstance(v, Dim):
         c = v.const
         if c is None:
-            raise EvalError(f"{v} is not a constant")
+            raise SymbolicSize(f"{v} is not a constant")
         return c
     return int(v)
 

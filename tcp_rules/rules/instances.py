@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,8 +127,13 @@ class Enumerator:
 
     def __init__(self, pattern: Pattern, guards: Sequence[Guard] = (),
                  dtypes: Sequence[DType] = DEFAULT_DTYPES, budget: int = 200_000,
-                 limit: int = 4000, bodies: frozenset[str] = frozenset()):
+                 limit: int = 4000, bodies: frozenset[str] = frozenset(),
+                 may_hold: Callable[[Env], bool] | None = None):
         self.pattern, self.guards, self.dtypes = pattern, guards, tuple(dtypes)
+        # Whether the guards may hold at some sizes: by default, where they hold or their
+        # truth is undecided at symbolic sizes (a proof for every size decides it exactly).
+        self.may_hold = may_hold or (
+            lambda env: all(holds(g, env, undecided=True) for g in self.guards))
         self.budget = Budget(budget)
         self.limit = limit  # complete instances yielded at most
         self.yielded = 0
@@ -146,7 +151,7 @@ class Enumerator:
         for value in self.gen(self.pattern, None, []):
             if isinstance(value, Literal):
                 continue
-            if all(holds(g, self.env, undecided=True) for g in self.guards):
+            if self.may_hold(self.env):
                 self.yielded += 1
                 yield Instance(self.env.copy(), value)
                 if self.yielded >= self.limit:
