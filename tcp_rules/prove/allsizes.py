@@ -17,6 +17,7 @@ from typing import Any
 
 import z3
 
+from tcp_rules.build import make_splat
 from tcp_rules.ir import Apply, Func, Param, Value, topo_order
 from tcp_rules.ops import ShapeError
 from tcp_rules.prove.axioms import real_axioms
@@ -25,8 +26,9 @@ from tcp_rules.prove.indexmaps import INDEX_FORMULAS, Sized, STensor, in_range, 
 from tcp_rules.rules.functions import EvalError, SymbolicSize, compare
 from tcp_rules.rules.instances import Instance
 from tcp_rules.rules.model import Guard, Pattern
-from tcp_rules.rules.semantics import Env, eval_expr, instantiate
+from tcp_rules.rules.semantics import Env, eval_expr, instantiate, splat_value
 from tcp_rules.types import Dim
+from tcp_rules.verify.cases import subst_sizes
 
 type E = Any
 SMALL_SIZES = (3, 8)  # bounds tried, in turn, on the sizes of a model where the sides differ
@@ -85,10 +87,36 @@ def _sized(v: Any) -> bool:
     return isinstance(v, Dim) or (isinstance(v, int) and not isinstance(v, bool))
 
 
-def build(frm: Pattern, to: Pattern, inst: Instance) -> Func:
+def implied(hyps: list[E], sz: Sized) -> dict[str, Dim]:
+    """Sizes the hypotheses fix: a symbol that must be 0 or 1, or equal to an earlier one."""
+    names = list(sz.symbols)
+    solver = z3.Solver()
+    solver.set(timeout=1000)
+    solver.add(*[sz.symbols[n] >= 0 for n in names], *hyps)
+    out: dict[str, Dim] = {}
+    for k, n in enumerate(names):
+        for other in [Dim.of(0), Dim.of(1), *(Dim.of(m) for m in names[:k] if m not in out)]:
+            if solver.check(sz.symbols[n] != sz.dim(other)) == z3.unsat:
+                out[n] = other
+                break
+    return out
+
+
+def specialize(env: Env, sizes: dict[str, Dim]) -> Env:
+    """The instance's bindings with symbols replaced by the dims the guards fix."""
+    out = Env()
+    for name, v in env.tensors.items():
+        t = v.type.subst(sizes)
+        c = splat_value(v)
+        out.tensors[name] = make_splat(c, t) if c is not None else Param(
+            t, param=name, index=len(out.tensors), name=name, sort=v.sort)
+    out.attrs = {k: subst_sizes(a, sizes) for k, a in env.attrs.items()}
+    return out
+
+
+def build(frm: Pattern, to: Pattern, env: Env) -> Func:
     """Both sides at the instance's symbolic types; Unsupported where the right side does not
     type without knowing the sizes."""
-    env = inst.env
     params = [v for v in env.tensors.values() if isinstance(v, Param)]
     try:
         lhs = instantiate(frm, env)
@@ -148,10 +176,22 @@ def prove_instance(frm: Pattern, to: Pattern, guards: tuple[Guard, ...], inst: I
 
 def _prove(frm: Pattern, to: Pattern, guards: tuple[Guard, ...], inst: Instance, mode: str,
            timeout: float) -> Attempt:
-    func = build(frm, to, inst)
     ctx = Ctx(mode)
     sz = Sized(ctx, {})
-    hyps = [guard_formula(g, inst.env, sz) for g in guards]
+    env = inst.env
+    hyps = [guard_formula(g, env, sz) for g in guards]
+    try:
+        func = build(frm, to, env)
+    except Unsupported:
+        # The guards may fix sizes the right side needs equal (shape(x) == shape(y) with
+        # x: [X0] and y: [1] means X0 = 1): rebuilt with those sizes substituted.
+        fixed = implied(hyps, sz)
+        if not fixed:
+            raise
+        env = specialize(env, fixed)
+        sz = Sized(ctx, {})
+        hyps = [guard_formula(g, env, sz) for g in guards]
+        func = build(frm, to, env)
     vals, own = _tensors(func, sz)
     lhs_v, rhs_v = func.results
     lhs, rhs = vals[id(lhs_v)], vals[id(rhs_v)]

@@ -299,11 +299,19 @@ def reduction(sz: Sized, name: str, args: Sequence[STensor], types: Sequence[Ten
             sz.ctx.facts.append(z3.Implies(z3.And(*[n == 1 for n in red]), r == first))
             return r
         return STensor(dims, at)
-    # A float sum or product in IEEE arithmetic: a function of the whole operand.
+    # A float sum or product in IEEE arithmetic: a function of the whole operand and of the
+    # kept axes' index (keepdims only adds axes of size 1 to the same values).
     arr = _masked(sz, x, x.dims, lambda ks: ks, t.dtype)
-    g = sz.fold(f"{name}{axes}{keep}", z3.ArraySort(*([z3.IntSort()] * rank), sort),
-                *([z3.IntSort()] * (rank + len(dims))), sort)
-    return STensor(dims, lambda o: g(arr, *x.dims, *o))
+    g = sz.fold(f"{name}{axes}", z3.ArraySort(*([z3.IntSort()] * rank), sort),
+                *([z3.IntSort()] * (2 * rank - len(axes))), sort)
+
+    def whole(o: Index) -> E:
+        r = g(arr, *x.dims, *([o[a] for a in kept] if keep else o))
+        src = [z3.IntVal(0) if e is None else e for e in source(o)]
+        sz.ctx.facts.append(z3.Implies(z3.And(*[x.dims[a] == 1 for a in axes]),
+                                       r == _one(sz, kind, t.dtype, x.at(tuple(src)))))
+        return r
+    return STensor(dims, whole)
 
 
 def matmul(sz: Sized, name: str, args: Sequence[STensor], types: Sequence[TensorType],

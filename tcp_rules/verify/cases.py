@@ -15,6 +15,7 @@ exp(x) / exp(y) is NaN).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,11 +71,12 @@ def symbols_of(inst: Instance) -> list[str]:
     return list(found)
 
 
-def _subst(value: Any, sizes: dict[str, int]) -> Any:
+def subst_sizes(value: Any, sizes: Mapping[str, int | Dim]) -> Any:
+    """An attribute value with size symbols replaced (by numbers or other dims)."""
     if isinstance(value, Dim):
         return value.subst(sizes)
     if isinstance(value, tuple):
-        return tuple(_subst(v, sizes) for v in value)
+        return tuple(subst_sizes(v, sizes) for v in value)
     return value
 
 
@@ -106,7 +108,7 @@ def concretize(frm: Pattern, to: Pattern, guards: tuple[Guard, ...], inst: Insta
             p = Param(t, param=name, index=len(params), name=name, sort=v.sort)
             params.append(p)
             env.tensors[name] = p
-    env.attrs = {k: _subst(a, sizes) for k, a in inst.env.attrs.items()}
+    env.attrs = {k: subst_sizes(a, sizes) for k, a in inst.env.attrs.items()}
     if not all(holds(g, env) for g in guards):
         return None
     try:
