@@ -31,7 +31,9 @@ from tcp_rules.types import Dim
 from tcp_rules.verify.cases import subst_sizes
 
 type E = Any
-SMALL_SIZES = (3, 8)  # bounds tried, in turn, on the sizes of a model where the sides differ
+# Bounds tried in turn on the sizes where the sides may differ, each within the last: sizes to
+# check with concrete values (larger ones make too big a concrete query).
+SMALL_SIZES = (8, 3)
 
 
 def guard_formula(g: Guard, env: Env, sz: Sized) -> E:
@@ -221,15 +223,15 @@ def _prove(frm: Pattern, to: Pattern, guards: tuple[Guard, ...], inst: Instance,
         return Attempt(True)
     if answer == z3.unknown:
         return Attempt(False, f"solver: {solver.reason_unknown()}")
-    model = solver.model()
-    for largest in SMALL_SIZES:  # the smallest sizes that show it, for a concrete check
-        solver.push()
+    found: dict[str, int] | None = None
+    for largest in SMALL_SIZES:  # each bound within the last: the smallest sizes that show it
         solver.add(*[s <= largest for s in sz.symbols.values()])
-        if solver.check() == z3.sat:
-            model = solver.model()
+        if solver.check() != z3.sat:
             break
-        solver.pop()
-    sizes = {name: model.eval(s, model_completion=True).as_long()
-             for name, s in sz.symbols.items()}
+        model = solver.model()
+        found = {name: model.eval(s, model_completion=True).as_long()
+                 for name, s in sz.symbols.items()}
+    if found is None:
+        return Attempt(False, f"the sides may differ at sizes above {SMALL_SIZES[0]}")
     return Attempt(False, "the sides may differ at sizes " + ", ".join(
-        f"{k}={v}" for k, v in sizes.items()), sizes)
+        f"{k}={v}" for k, v in found.items()), found)

@@ -169,11 +169,6 @@ def _reads(g: Guard, arrays: dict[str, np.ndarray]) -> bool:
     return name in arrays
 
 
-# Sizes at which a proof for every size found the sides may differ are tried with concrete
-# values when no dim exceeds this (larger ones would make the concrete query too big).
-LARGEST_FOUND = 8
-
-
 def _general(p: Plan, mode: str, pre: tuple[Guard, ...], judge: str, timeout: float,
              deadline: float, rule: Rule) -> Outcome | None:
     """Proved if every instance is proved for every size in this reading; refuted if the
@@ -191,7 +186,7 @@ def _general(p: Plan, mode: str, pre: tuple[Guard, ...], judge: str, timeout: fl
         a = prove_instance(frm, to, rule.guards, inst, mode, min(timeout, GENERAL_TIMEOUT))
         if a.proved:
             continue
-        if a.sizes is not None and max(a.sizes.values(), default=0) <= LARGEST_FOUND:
+        if a.sizes is not None:
             ob = at_sizes(label, frm, to, rule, inst, a.sizes)
             if ob is not None:
                 out = check(ob, rule, mode, pre, judge, timeout, Ctx(mode))
