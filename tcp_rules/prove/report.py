@@ -15,10 +15,12 @@ JSON_SCHEMA_VERSION = 1
 
 
 def scope(v: ProofVerdict) -> str:
-    """Where a proof holds: 'all shapes' or 'up to <bound>'."""
+    """Where a proof holds: 'all shapes', 'for rank <= 3, every size, ...' or 'up to <bound>'."""
     if v.bound is None:
         return "all shapes"
-    return f"all shapes {v.bound}" if v.bound.startswith("except") else f"up to {v.bound}"
+    if v.bound.startswith("except"):
+        return f"all shapes {v.bound}"
+    return f"for {v.bound}" if v.general else f"up to {v.bound}"
 
 
 def tester_text(t: Verdict | None) -> str:
