@@ -82,6 +82,8 @@ def check_rule_files(args: argparse.Namespace, paths: list[Path]) -> bool:
     from tcp_rules.rules.library import load_rules
     from tcp_rules.rules.printer import format_rules
 
+    if getattr(args, "prove", False):
+        import tcp_rules.prove  # noqa: F401 (without z3-solver, say so before checking)
     try:
         lib = load_rules(paths)
     except TcpError as e:
@@ -353,6 +355,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if args.examples < 1:
             raise TcpError.at("--examples must be at least 1")
         profile = profile.with_examples(args.examples)
+    if args.prove:
+        import tcp_rules.prove  # noqa: F401 (without z3-solver, say so now, not after testing)
     paths = _expand(args.files)
     start = time.perf_counter()
     rules = load_rules(paths).rules

@@ -230,8 +230,8 @@ def test_a_wrong_instance_is_never_proved_for_every_size(rules: dict[str, Rule])
     """Instances of a rule NumPy refutes: those where the perms commute prove, the others come
     back with the sizes at which the solver found the sides may differ."""
     rule = rules["bad-perm"]
-    attempts = [prove_instance(frm, to, rule.guards, inst, "fp", 5.0)
-                for _, frm, to, inst in plan(rule).instances]
+    attempts = [prove_instance(frm, to, rule.guards, inst, "fp", 5.0)  # f32, rank <= 2 first
+                for _, frm, to, inst in plan(rule).instances[:40]]
     assert any(a.proved for a in attempts)
     wrong = [a for a in attempts if not a.proved]
     assert wrong and all(a.sizes is not None for a in wrong), [a.reason for a in wrong]
