@@ -307,6 +307,20 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
                 ph.add_incoming(x2, d2)
                 accs.append(ph)
         j0 = b.mul(p, f.c64(nr))
+        # Masked stores are slow on some cores (microcoded on AMD's): a panel whose NR
+        # columns all exist stores with plain vector stores (an all-true constant mask, which
+        # LLVM turns into ordinary stores and loads).
+        whole, part, stored = (b.append_basic_block(s) for s in ("st.whole", "st.part", "st"))
+        b.cbranch(b.icmp_signed("<=", b.add(j0, f.c64(nr)), n), whole, part)
+        for blk, masked in ((whole, False), (part, True)):
+            b.position_at_end(blk)
+            store_tile(bi, i0, rows, j0, accs, masked)
+            b.branch(stored)
+        b.position_at_end(stored)
+
+    def store_tile(bi: ir.Value, i0: ir.Value, rows: ir.Value, j0: ir.Value,
+                   accs: list[ir.Value], masked: bool) -> None:
+        """The epilogue on the tile's rows that exist, stored to the output."""
         for r in range(mr):
             yes = b.append_basic_block(f"row{r}")
             nxt = b.append_basic_block(f"row{r}.next")
@@ -318,7 +332,9 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
                 epi.memo.clear()
                 epi.at = {"d0": bi, "d1": i} if k.batched else {"d0": i}
                 epi.at[epi.jvar] = jv
-                epi.mask = b.icmp_signed("<", b.add(e.splat(jv, vf), lane_ids), e.splat(n, vf))
+                epi.mask = (b.icmp_signed("<", b.add(e.splat(jv, vf), lane_ids), e.splat(n, vf))
+                            if masked else ir.Constant(ir.VectorType(ir.IntType(1), vf),
+                                                       [True] * vf))
                 epi.acc_value = accs[r * nv + v]
                 val = epi.value(k.epilogue)
                 val = store_value(e, val, out_buf.dtype)
