@@ -13,7 +13,7 @@ import pytest
 from codegen.support import tcpr_cache  # noqa: F401
 
 from tcp_rules import build as tb
-from tcp_rules.codegen import jit, native, program
+from tcp_rules.codegen import jit, native, program, results
 from tcp_rules.codegen.program import (
     ALIGN_ROWS,
     ARGS,
@@ -216,3 +216,42 @@ def test_cached_input_addresses_follow_the_arrays() -> None:
     c = np.arange(8, dtype=np.float32)
     c.resize(16, refcheck=False)  # past NumPy's check: the shape changed, the address too
     np.testing.assert_array_equal(cf(c)[0], c + 1)
+
+
+def test_result_memory_is_reused_only_once_no_array_holds_it() -> None:
+    f = tb.FuncBuilder("plus1")
+    x = f.param("x", "f32[N]")
+    f.ret(tb.add(x, 1.0))
+    cf = compile_func(f.finish(), threads=1)
+    a = np.arange(1 << 19, dtype=np.float32)  # a 2 MiB result: pooled
+    held = [cf(a)[0] for _ in range(results.PER_SIZE + 2)]  # more than the pool keeps a size
+    for i, r in enumerate(held):
+        np.testing.assert_array_equal(r, a + 1)
+        assert not any(np.shares_memory(r, s) for s in held[:i])
+    view = held[0][5:]
+    first = held[1].ctypes.data
+    del held[:2]  # the block under held[0] is still held by the view
+    again = cf(a)[0]
+    assert again.ctypes.data == first  # held[1]'s block, freed, comes back
+    assert not np.shares_memory(again, view)
+    np.testing.assert_array_equal(view, a[5:] + 1)  # untouched by the later calls
+    np.testing.assert_array_equal(again, a + 1)
+
+
+def test_result_pool_keeps_to_its_limit() -> None:
+    mib = 1 << 20
+    off = results.ResultPool(limit=0)
+    x = off.empty((mib,), np.dtype(np.float32))
+    assert off.pooled_bytes == 0 and x.shape == (mib,)
+    pool = results.ResultPool(limit=10 * mib)
+    a = pool.empty((mib,), np.dtype(np.float32))  # 4 MiB
+    b = pool.empty((mib,), np.dtype(np.float32))
+    assert pool.pooled_bytes == 8 * mib
+    c = pool.empty((mib,), np.dtype(np.float32))  # over the limit, a and b in use: not pooled
+    assert pool.pooled_bytes == 8 * mib
+    del a, b
+    d = pool.empty((2 * mib,), np.dtype(np.float32))  # 8 MiB: the free 4 MiB blocks give way
+    assert pool.pooled_bytes == 8 * mib
+    small = pool.empty((16,), np.dtype(np.float32))  # below MIN_BYTES: malloc's
+    assert pool.pooled_bytes == 8 * mib
+    assert c.shape == (mib,) and d.shape == (2 * mib,) and small.shape == (16,)

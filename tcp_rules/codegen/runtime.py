@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import llvmlite.ir as ir
 import numpy as np
 
-from tcp_rules.codegen import jit, native
+from tcp_rules.codegen import jit, native, results
 from tcp_rules.codegen.emit import emit_kernel
 from tcp_rules.codegen.kernel import AnyKernel, Kernel, MatmulKernel, kernel_text
 from tcp_rules.codegen.lower import lower_func
@@ -195,7 +195,7 @@ class CompiledFunc:
                  out: Sequence[np.ndarray] | None) -> dict[int, np.ndarray]:
         given = _check_out(self.func, self.plan, inst, arrays, out) if out is not None else {}
         return {i: given[i] if i in given else
-                np.empty(inst.shapes[i], dtype=self.plan.buffers[i].dtype.np_dtype)
+                results.POOL.empty(inst.shapes[i], self.plan.buffers[i].dtype.np_dtype)
                 for i in self.results}
 
 
