@@ -249,8 +249,12 @@ def test_result_pool_keeps_to_its_limit() -> None:
     assert pool.pooled_bytes == 8 * mib
     c = pool.empty((mib,), np.dtype(np.float32))  # over the limit, a and b in use: not pooled
     assert pool.pooled_bytes == 8 * mib
-    del a, b
-    d = pool.empty((2 * mib,), np.dtype(np.float32))  # 8 MiB: the free 4 MiB blocks give way
+    del b  # a, still in use, comes first in its size's list
+    d = pool.empty((3 * mib // 4,), np.dtype(np.float32))  # 3 MiB: b's free block gives way
+    assert pool.pooled_bytes == 7 * mib
+    assert not np.shares_memory(a, d)
+    del a, d
+    d = pool.empty((2 * mib,), np.dtype(np.float32))  # 8 MiB: the free blocks give way
     assert pool.pooled_bytes == 8 * mib
     small = pool.empty((16,), np.dtype(np.float32))  # below MIN_BYTES: malloc's
     assert pool.pooled_bytes == 8 * mib

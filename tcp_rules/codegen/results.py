@@ -84,10 +84,10 @@ class ResultPool:
         for size, blocks in self._blocks.items():
             if size == keep:
                 continue
-            free = [b for b in blocks if sys.getrefcount(b) == _UNHELD]
-            for b in free:
-                blocks.remove(b)
-                self._bytes -= size
+            # (not list.remove: it compares blocks with ==, which NumPy does elementwise)
+            held = [b for b in blocks if sys.getrefcount(b) > _UNHELD]
+            self._bytes -= size * (len(blocks) - len(held))
+            blocks[:] = held
 
     def clear(self) -> None:
         """Forget every block; arrays still alive keep their own memory."""
