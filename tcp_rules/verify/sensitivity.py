@@ -70,10 +70,13 @@ def _is_float(a: Arr) -> bool:
 
 
 def _magnitude(a: Arr) -> Arr:
-    """|a| as a rounding's contribution: 0 at infinities and NaNs. They are not rounded (an
-    attention mask's -inf is exact, and exp of it is exactly 0); counting them as infinite made
-    every bound they reach infinite, and those elements were then compared with no slack at all,
-    so a masked softmax's matmul had B = 0 where its terms sum to about 1."""
+    """|a| as a rounding's contribution: 0 for integers and truth values (never rounded), and 0
+    at infinities and NaNs, which are not rounded either (an attention mask's -inf is exact, and
+    exp of it is exactly 0); counting them as infinite made every bound they reach infinite, and
+    those elements were then compared with no slack at all, so a masked softmax's matmul had
+    B = 0 where its terms sum to about 1."""
+    if not _is_float(a):
+        return np.zeros(a.shape)
     m = np.abs(a.astype(np.float64))
     return np.where(np.isfinite(m), m, 0.0)
 
@@ -82,7 +85,7 @@ def _apply(v: Apply, args: list[Arr], bounds: list[Arr], out: Arr) -> Arr:
     """The bound of one op's result from its operands' values and bounds."""
     name, attrs = v.op.name, v.attr_map
     f64 = TensorType.of(DType.F64, out.shape)
-    mag = _magnitude(out) if _is_float(out) else np.zeros(out.shape)
+    mag = _magnitude(out)
     if not _is_float(out) or name in COMPARE:
         return np.zeros(out.shape)  # integers and truth values are compared exactly
     if name in ("splat", "dense"):
@@ -125,7 +128,7 @@ def bound(func: Func, trace: dict[int, Arr], result: Value) -> Arr:
         for v in func.values():
             out = trace[id(v)]
             if isinstance(v, Param):
-                bounds[id(v)] = _magnitude(out) if _is_float(out) else np.zeros(out.shape)
+                bounds[id(v)] = _magnitude(out)
                 continue
             assert isinstance(v, Apply)
             args = [trace[id(o)] for o in v.operands]
