@@ -84,11 +84,17 @@ _INT_MODEL: dict[str, Callable[..., int | bool]] = {
     "eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
     "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y,
 }
+def _c99_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """pow as C99 has it: x**0 and 1**y are 1 for every other operand, a signaling NaN too
+    (NumPy's f16 loop gives NaN there: random bits draw signaling NaNs)."""
+    return np.where((b == 0) | (a == 1), np.ones_like(a), np.power(a, b))
+
+
 _FLOAT_MODEL: dict[str, Callable[..., np.ndarray]] = {
     "neg": np.negative, "abs": np.abs, "add": np.add, "sub": np.subtract, "mul": np.multiply,
     "div": np.divide, "max": np.maximum, "min": np.minimum, "sqrt": np.sqrt, "exp": np.exp,
     "log": np.log, "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "atan": np.arctan,
-    "floor": np.floor, "ceil": np.ceil, "round_even": np.rint, "pow": np.power,
+    "floor": np.floor, "ceil": np.ceil, "round_even": np.rint, "pow": _c99_pow,
     "atan2": np.arctan2, "eq": np.equal, "ne": np.not_equal, "lt": np.less,
     "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
 }

@@ -149,7 +149,11 @@ def int_power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """IEEE pow (C99) for floats, wrapping integer powers (see int_power) for integers."""
     if a.dtype.kind == "f":
-        return np.power(a, b)
+        # C99 gives 1 for x**0 and 1**y whatever the other operand, NaN included; NumPy's f16
+        # loop gives NaN for a signaling NaN there (glibc's powf), its f32 loop 1. NaNs of any
+        # kind are one value here, so the C99 rule holds for all of them.
+        with np.errstate(invalid="ignore"):
+            return np.where((b == 0) | (a == 1), np.ones_like(a), np.power(a, b))
     return int_power(a, b)
 
 
