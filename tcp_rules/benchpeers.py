@@ -263,6 +263,10 @@ def _isolated_run(where: Path, threads: int, repeats: int, quick: bool, names: S
     pinned = cpus[:threads] if threads < len(cpus) else None
     counts = {v: str(threads) for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
                                         "MKL_NUM_THREADS")}
+    # OpenBLAS's threads spin for about 2**28 cycles after a call, holding cores the next
+    # engine needs (every engine's 1024^3 matmul took 1.5-2x its time at 2 threads on 2 CPUs):
+    # 2**4 cycles, as onnxruntime is told not to spin
+    counts["OPENBLAS_THREAD_TIMEOUT"] = "4"
     # the pinning comes first, so that every thread the process starts inherits it
     boot = (f"import os, runpy; os.sched_setaffinity(0, {pinned}); " if pinned else
             "import runpy; ") + "runpy.run_module('tcp_rules.benchpeers', run_name='__main__')"

@@ -18,7 +18,7 @@ machine has more), with every engine told to use T threads.
              as every peer returns
   tcpr out=  the same program writing into preallocated arrays (out=), as a caller in a loop
   numpy      the computation written in NumPy (SciPy's erf): single-threaded but for matmul
-             (OpenBLAS, T threads)
+             (OpenBLAS, T threads, no spinning between calls, as onnxrt)
   onnxrt     onnxruntime on the same ONNX graph: intra-op threads T (no spinning between
              runs, which would hold a core the next engine needs), inter-op 1, every graph
              optimization; weights are initializers it may prepack
