@@ -198,8 +198,8 @@ def _bind(fn: Callable[[ir.Value, ir.Value, ir.Value], None], src: ir.Value, dst
 
 
 def _concat(b: ir.IRBuilder, vs: list[ir.Value]) -> ir.Value:
-    """One vector of the elements of ``vs`` (vectors of one type) in order, and undefined
-    elements after them up to a power of two of vectors."""
+    """One vector of the elements of ``vs`` (vectors of one type) in order, then zeros up to
+    a power of two of vectors (shufflevector joins two vectors of one type)."""
     n = len(vs)
     while n & (n - 1):
         vs, n = [*vs, ir.Constant(vs[0].type, None)], n + 1
