@@ -84,6 +84,8 @@ _INT_MODEL: dict[str, Callable[..., int | bool]] = {
     "eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
     "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y,
 }
+
+
 def _c99_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """pow as C99 has it: x**0 and 1**y are 1 for every other operand, a signaling NaN too
     (NumPy's f16 loop gives NaN there: random bits draw signaling NaNs)."""
