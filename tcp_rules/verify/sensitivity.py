@@ -85,9 +85,9 @@ def _apply(v: Apply, args: list[Arr], bounds: list[Arr], out: Arr) -> Arr:
     """The bound of one op's result from its operands' values and bounds."""
     name, attrs = v.op.name, v.attr_map
     f64 = TensorType.of(DType.F64, out.shape)
-    mag = _magnitude(out)
     if not _is_float(out) or name in COMPARE:
         return np.zeros(out.shape)  # integers and truth values are compared exactly
+    mag = _magnitude(out)
     if name in ("splat", "dense"):
         return mag
     if name in LAYOUT:  # gather's indices are real indices, not bounds
