@@ -18,7 +18,6 @@ each worker's packed block of A are temporaries of their own step.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -255,7 +254,6 @@ class Layout:
     arena_bytes: int
     nslots: int  # inputs, then results, then the arena
     _free: list[np.ndarray] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def address(self) -> int:
@@ -267,20 +265,23 @@ class Layout:
         """The number of steps (kernels) the runner walks."""
         return int(self.prog[1])
 
+    def take_raw(self) -> np.ndarray:
+        """A free arena, allocated if none is (list.pop is atomic: no lock)."""
+        try:
+            return self._free.pop()
+        except IndexError:
+            return np.empty(self.arena_bytes + ALIGN, dtype=np.uint8)
+
     def take_arena(self) -> tuple[np.ndarray, int]:
-        """A free arena (allocated if none is) and its 64-byte aligned address."""
-        with self._lock:
-            raw = self._free.pop() if self._free else None
-        if raw is None:
-            raw = np.empty(self.arena_bytes + ALIGN, dtype=np.uint8)
+        """A free arena and its 64-byte aligned address."""
+        raw = self.take_raw()
         addr = raw.ctypes.data
         return raw, addr + (-addr % ALIGN)
 
     def give_arena(self, raw: np.ndarray) -> None:
         """Return an arena for the next call (a few are kept, for concurrent callers)."""
-        with self._lock:
-            if len(self._free) < 4:
-                self._free.append(raw)
+        if len(self._free) < 4:
+            self._free.append(raw)
 
 
 def _up(n: int) -> int:
