@@ -24,7 +24,7 @@ import threading
 
 import numpy as np
 
-MIN_BYTES = 1 << 16
+MIN_BYTES = 1 << 20
 PER_SIZE = 4
 # sys.getrefcount of a block nothing outside the pool holds, read in a loop over a block list:
 # the list's reference, the loop variable's and the call's argument
