@@ -29,7 +29,11 @@ machine has more), with every engine told to use T threads.
   ratio      best peer ms / tcpr ms: above 1, tcp-rules is faster; out=: against tcpr out=
   kern       kernels tcp-rules runs; kern ms: their summed time within a call (median)
   host us/k  (a call's wall time - its kernels' time) / kern in microseconds, in the same
-             calls: what a call costs outside the kernels (checks, results, the native call)
+             calls: what a call costs outside the kernels (checks, results, the native call).
+             Nearly all of it is per call, not per kernel (the runner goes from one kernel to
+             the next in native code): a few Python operations, each slowed to microseconds
+             because the kernels before flushed the caches and the TLB; so rows of few kernels
+             and large arrays show large values
   check      every engine's result against the float64 reference: ok, or MISMATCH and the
              engines, details below. Huge pages: NumPy asks for them on arrays of 4 MB and
              more, and tcp-rules returns NumPy arrays; PyTorch and JAX do not unless told,

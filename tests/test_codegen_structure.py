@@ -338,3 +338,41 @@ def test_matmul_batched_specials_and_epilogue() -> None:
     (ref,) = evaluate(func, [xa, xb])
     assert np.isnan(ref[1, 4, 7]) and np.isnan(got[1, 4, 7])
     assert_close_to_reference([got], func, [xa, xb], "batched")
+
+
+@pytest.mark.parametrize("dt", [F32, F64, I32])
+@pytest.mark.parametrize(("batch", "m", "k", "n"), [(0, 7, 13, 33), (0, 17, 64, 40),
+                                                    (0, 33, 37, 64), (0, 5, 3, 1), (3, 9, 20, 35)])
+def test_matmul_of_a_transpose_reads_it_in_place(dt: DType, batch: int, m: int, k: int,
+                                                 n: int) -> None:
+    """matmul(a, transpose(bt)) over B's last two axes packs B from bt (no transpose kernel),
+    giving bit for bit what the matmul of the transposed copy gives: full panels go by
+    registers transposed G rows x VF values of k, the last K % VF values and a narrower last
+    panel element by element; products that overflow among them (at k = 0, in the vectorized
+    part, and at k - 2, often in the tail: inf in A, or finite operands whose product is not,
+    which only B's recorded maximum reveals) take the rounded products."""
+    pre = "B, " if batch else ""
+    f = tb.FuncBuilder("mm_bt")
+    a, bt = f.param("a", f"{dt}[{pre}M, K]"), f.param("bt", f"{dt}[{pre}N, K]")
+    f.ret(tb.matmul(a, tb.transpose(bt, perm=[0, 2, 1] if batch else [1, 0])))
+    func = f.finish()
+    cf = compile_func(func)
+    assert [getattr(s.kernel, "b_t", None) for s in cf.steps] == [True]
+    lead = (batch,) if batch else ()
+    rng = np.random.default_rng(11)
+    plain = compile_func(_matmul_func(dt, bool(batch)))
+    big = float(np.finfo(dt.np_dtype).max) * 0.9 if dt.is_float else 0.0
+    root = float(np.sqrt(np.finfo(dt.np_dtype).max)) * 1.1 if dt.is_float else 0.0
+    # (an inf in A makes every tile of its block take the rounded products: one pattern a run)
+    for pattern in ([np.inf, 2.0], [1.0, -big]), ([-big, root], [1.0, root]), None:
+        xa = (rng.standard_normal((*lead, m, k)) * 8).astype(dt.np_dtype)
+        xbt = (rng.standard_normal((*lead, n, k)) * 8).astype(dt.np_dtype)
+        if pattern is not None:
+            if not (dt.is_float and m > 3 and n > 5 and k >= 4):
+                continue
+            for at in (0, k - 2):
+                xa[..., 3, at:at + 2], xbt[..., 5, at:at + 2] = pattern
+        want = plain(xa, np.ascontiguousarray(np.swapaxes(xbt, -1, -2)))
+        assert_same(cf(xa, xbt)[0], want[0], f"{dt} {lead} {m}x{k}x{n} {pattern}")
+        with np.errstate(over="ignore", invalid="ignore"):  # the tolerance of an inf is inf
+            assert_close_to_reference(list(cf(xa, xbt)), func, [xa, xbt], "transposed b")

@@ -222,7 +222,8 @@ class Kernel:
 
 @dataclass(frozen=True)
 class MatmulKernel:
-    """``out[b, i, j] = epilogue(sum_k a[b, i, k] * b[b, k, j])`` (rank 2 without ``b``).
+    """``out[b, i, j] = epilogue(sum_k a[b, i, k] * b[b, k, j])`` (rank 2 without ``b``), or
+    ``b[b, j, k]`` with ``b_t``.
 
     Buffers: a, b, then any inputs the epilogue loads (through maps over d0..), then the output.
     The epilogue is a scalar body in which :class:`Acc` stands for the product.
@@ -236,6 +237,7 @@ class MatmulKernel:
     k: Size
     n: Size
     epilogue: Node
+    b_t: bool = False  # b is stored transposed, [batch,] n, k (a transpose folded into packing)
 
     @property
     def output(self) -> Buffer:
@@ -360,7 +362,7 @@ def kernel_text(k: AnyKernel) -> str:
         lines.append(f"  b{len(k.buffers) - 1}[{out}] = {root}")
     else:
         head = (f"matmul({bufs}) sizes({', '.join(k.sizes)}) batched={k.batched} "
-                f"m={k.m} k={k.k} n={k.n}")
+                f"m={k.m} k={k.k} n={k.n}{' b_t' if k.b_t else ''}")
         root = node_lines(k.epilogue, names, lines)
         lines.append(f"  out = {root}")
     return "\n".join([head, *lines]) + "\n"

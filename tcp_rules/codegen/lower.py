@@ -107,10 +107,12 @@ class KB:
     def step(self, name: str, value: Node, out: int, out_index: tuple[Affine, ...] | None,
              operand_bufs: Callable[[Value], int]) -> Step:
         """The step running this kernel; a matmul's operands become its first buffers."""
+        b_t = False
         if self.matmul is not None:
             a, b = self.matmul.operands
             m, kk, n = (self.size(d) for d in (a.type.dims[-2], a.type.dims[-1],
                                                 b.type.dims[-1]))
+            a, b, b_t = matmul_sources(self.matmul)
             pids = list(dict.fromkeys([operand_bufs(a), operand_bufs(b), *self.bufs]))
             value = _rebuffer(value, {i: pids.index(p) for i, p in enumerate(self.bufs)})
             self.bufs = pids
@@ -119,11 +121,23 @@ class KB:
         k: Kernel | MatmulKernel
         if self.matmul is not None:
             k = MatmulKernel(name, bufs, tuple(self.sizes.values()),
-                             self.matmul.type.rank == 3, m, kk, n, value)
+                             self.matmul.type.rank == 3, m, kk, n, value, b_t)
         else:
             dom = tuple(self.size(d) for d in self.domain)
             k = Kernel(name, bufs, tuple(self.sizes.values()), dom, value, out_index)
         return Step(k, (*self.bufs, out), tuple(self.sizes))
+
+
+def matmul_sources(v: Apply) -> tuple[Value, Value, bool]:
+    """The tensors a matmul kernel reads for ``v``'s operands, and whether the second is read
+    transposed: a transpose of B's last two axes is folded into packing B (attention's QK^T,
+    ONNX's Gemm with transB), so it never runs as a kernel of its own."""
+    a, b = (Lowerer.tensor_of(o) for o in v.operands)
+    if isinstance(b, Apply) and b.op.name == "transpose":
+        r = b.type.rank
+        if list(b.attr_map["perm"]) == [*range(r - 2), r - 1, r - 2]:
+            return a, Lowerer.tensor_of(b.operands[0]), True
+    return a, b, False
 
 
 def _rebuffer(n: Node, remap: dict[int, int]) -> Node:
@@ -276,8 +290,8 @@ class Lowerer:
             s = Src(None, lambda kb, idx: self.matmul_loop(kb, v, idx), ops)
             return s if self.inline_ok(v, ops) else self.materialize(v, s)
         if name in ("matmul", "load_matmul"):
-            for o in v.operands:
-                self.buf_of(self.tensor_of(o))
+            for o in matmul_sources(v)[:2]:
+                self.buf_of(o)
             s = Src(None, lambda kb, idx: self.acc(kb, v, idx), ops=1)
             return s if self.inline_ok(v, 1) else self.materialize(v, s)
         ops = 1 + sum(s.ops for s in srcs)

@@ -1,13 +1,16 @@
 """Matmul: a packed, register-blocked microkernel with a fused epilogue, written with vectors.
 
 B is packed once per call into panels of NR columns (``[batch][panel][k][NR]``, zero padded), so
-the microkernel streams it with aligned vector loads. The microkernel keeps an MR x NR tile of C
-in registers (MR rows x NR/VF vectors), and for each k broadcasts one element from each of MR
-rows of A and issues MR*NR/VF fused multiply-adds. Row blocks of MC rows keep A in L2 while all
-panels pass; each B panel (K x NR) is reused by every row tile of a block. After the K loop the
-epilogue (the kernel's scalar body with ``Acc`` = the product: bias, activation...) runs on the
-register tile, and masked stores write only the columns that exist; rows past the end are
-clamped while packing and skipped for storing, so no access leaves its buffer.
+the microkernel streams it with aligned vector loads. A B that is the transpose of a stored
+``[batch,] n, k`` tensor (attention's QK^T, ONNX's Gemm with transB) is packed from that tensor
+(``MatmulKernel.b_t``), so the transpose never runs as a kernel of its own. The microkernel
+keeps an MR x NR tile of C in registers (MR rows x NR/VF vectors), and for each k broadcasts one
+element from each of MR rows of A and issues MR*NR/VF fused multiply-adds. Row blocks of MC rows
+keep A in L2 while all panels pass; each B panel (K x NR) is reused by every row tile of a
+block. After the K loop the epilogue (the kernel's scalar body with ``Acc`` = the product: bias,
+activation...) runs on the register tile, and masked stores write only the columns that exist;
+rows past the end are clamped while packing and skipped for storing, so no access leaves its
+buffer.
 
 Each block of MC rows of A is packed too (``[tile][k][MR]``) into a scratch buffer of MC x K
 elements that the caller provides per thread: the MR rows a tile reads sit 4 KiB apart for
@@ -26,6 +29,7 @@ Symbols: ``<sym>_pack(b, packed, sizes, lo, hi)`` packs panels [lo, hi) of every
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import llvmlite.ir as ir
@@ -169,6 +173,10 @@ def _emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> None:
             b.store(ir.Constant(ty, 0), mx)
             b.store(ir.Constant(row_ty, None), vmx)
             full = b.icmp_signed("==", width, f.c64(nr))
+            if k.b_t:
+                _pack_transposed(f, k, (src, dst, mx, vmx), (kk, n, bi, j0, width, dst0), full)
+                finish(bi, p)
+                return
 
             def per_k(r: ir.Value) -> None:
                 s_row = b.add(b.mul(b.add(b.mul(bi, kk), r), n), j0)
@@ -181,6 +189,10 @@ def _emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> None:
                         f.loop(width, f.c64(nr), 1, lambda j: b.store(
                             ir.Constant(ty, 0), f.e.gep(ty, dst, b.add(d_row, j))), "z")
             f.loop(f.c64(0), kk, 1, per_k, "k")
+            finish(bi, p)
+
+        def finish(bi: ir.Value, p: ir.Value) -> None:
+            """The panel's largest magnitude, after the panels."""
             m = b.load(mx)
             if dt.is_float:
                 m = bigger(f.e, m, f.e.intrinsic("vector.reduce.fmax", [b.load(vmx)], ret=ty))
@@ -188,6 +200,67 @@ def _emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> None:
         f.loop(lo, hi, 1, per_panel, "p")
     f.loop(f.c64(0), batch, 1, per_batch, "bi")
     b.ret_void()
+
+
+def _pack_transposed(f: _Fn, k: MatmulKernel, ptrs: tuple[ir.Value, ...],
+                     dims: tuple[ir.Value, ...], full: ir.Value) -> None:
+    """One panel of B from its transpose ``[batch,] n, k``: columns j0.. of B are rows of the
+    source. A full panel goes G rows at a time: VF values of k from each, transposed to [k][G]
+    in registers (as matmul packs A) and stored as G-wide pieces of the panel's k rows; the
+    last K % VF values, and a last panel narrower than NR, go one element at a time."""
+    src, dst, mx, vmx = ptrs
+    kk, n, bi, j0, width, dst0 = dims
+    b, e = f.b, f.e
+    dt = k.buffers[0].dtype
+    _, nr, vf = tile_shape(dt)
+    g = min(8, nr)
+    ty = mem_type(dt)
+    vt = ir.VectorType(ty, vf)
+    row0 = b.mul(b.add(b.mul(bi, n), j0), kk)  # the panel's first source row
+    whole = b.mul(b.sdiv(kk, f.c64(vf)), f.c64(vf))
+    order = [r * vf + t for t in range(vf) for r in range(g)]
+
+    def copy(jj: ir.Value, r: ir.Value) -> None:
+        x = e.load(ty, e.gep(ty, src, b.add(row0, b.add(b.mul(jj, kk), r))))
+        b.store(x, e.gep(ty, dst, b.add(dst0, b.add(b.mul(r, f.c64(nr)), jj))))
+        if dt.is_float:
+            b.store(bigger(e, b.load(mx), x), mx)
+
+    def chunk(g0: int, kv: ir.Value) -> None:
+        rows = [e.load(vt, e.gep(ty, src, b.add(row0, b.add(b.mul(f.c64(g0 + r), kk), kv))),
+                       align=dt.itemsize) for r in range(g)]
+        flat = _concat(b, rows)
+        tr = b.shuffle_vector(flat, ir.Constant(flat.type, None),
+                              ir.Constant(ir.VectorType(I32, g * vf), order))
+        for t in range(vf):
+            piece = b.shuffle_vector(tr, ir.Constant(tr.type, None), ir.Constant(
+                ir.VectorType(I32, g), list(range(t * g, (t + 1) * g))))
+            at = b.add(dst0, b.add(b.mul(b.add(kv, f.c64(t)), f.c64(nr)), f.c64(g0)))
+            b.store(piece, e.gep(ty, dst, at), align=dt.itemsize)
+        if dt.is_float:
+            m = b.load(vmx)
+            for x in rows:  # vmx holds NR lanes; the first VF keep these maxima
+                wide = _concat(b, [x, *[ir.Constant(vt, None)] * (nr // vf - 1)])
+                m = bigger(e, m, wide)
+            b.store(m, vmx)
+
+    def column(lo: ir.Value) -> Callable[[ir.Value], None]:
+        """Column jj of the panel: its k values from ``lo`` on."""
+        return lambda jj: f.loop(lo, kk, 1, lambda r: copy(jj, r), "tk")
+
+    def zeros(r: ir.Value) -> None:
+        at = b.add(dst0, b.mul(r, f.c64(nr)))
+        f.loop(width, f.c64(nr), 1, lambda jj: b.store(ir.Constant(ty, 0), e.gep(
+            ty, dst, b.add(at, jj))), "tz")
+
+    with b.if_else(full) as (whole_panel, part):
+        with whole_panel:
+            for g0 in range(0, nr, g):
+                f.loop(f.c64(0), whole, vf, functools.partial(chunk, g0), f"t{g0}")
+            f.loop(f.c64(0), f.c64(nr), 1, column(whole), "tj")
+        with part:  # the columns that exist, then zeros
+            f.loop(f.c64(0), width, 1, column(f.c64(0)), "pj")
+            f.loop(f.c64(0), kk, 1, zeros, "pr")
 
 
 def _bind(fn: Callable[[ir.Value, ir.Value, ir.Value], None], src: ir.Value, dst: ir.Value

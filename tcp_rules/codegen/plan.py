@@ -208,5 +208,6 @@ def _check_matmul(k: MatmulKernel, shapes: list[tuple[int, ...]], sizes: Mapping
     a, b, out = shapes[0], shapes[1], shapes[-1]
     m, kk, n = (_size(s, sizes) for s in (k.m, k.k, k.n))
     lead = (out[0],) if k.batched else ()
-    if a != (*lead, m, kk) or b != (*lead, kk, n) or out != (*lead, m, n):
+    if a != (*lead, m, kk) or b != (*lead, *((n, kk) if k.b_t else (kk, n))) or \
+            out != (*lead, m, n):
         raise fail(f"matmul shapes {list(a)} @ {list(b)} -> {list(out)} do not agree")

@@ -253,7 +253,7 @@ class Layout:
     prog: np.ndarray  # int64: header, buffer table, step records, argument lists
     arena_bytes: int
     nslots: int  # inputs, then results, then the arena
-    free: list[np.ndarray] = field(default_factory=list)  # arenas no call is using
+    _free: list[np.ndarray] = field(default_factory=list)  # arenas no call is using
 
     @property
     def address(self) -> int:
@@ -266,9 +266,10 @@ class Layout:
         return int(self.prog[1])
 
     def take_raw(self) -> np.ndarray:
-        """A free arena, allocated if none is (list.pop is atomic: no lock)."""
+        """A free arena, allocated if none is (list.pop and append are atomic: concurrent
+        callers each get their own without a lock)."""
         try:
-            return self.free.pop()
+            return self._free.pop()
         except IndexError:
             return np.empty(self.arena_bytes + ALIGN, dtype=np.uint8)
 
@@ -280,8 +281,8 @@ class Layout:
 
     def give_arena(self, raw: np.ndarray) -> None:
         """Return an arena for the next call (a few are kept, for concurrent callers)."""
-        if len(self.free) < 4:
-            self.free.append(raw)
+        if len(self._free) < 4:
+            self._free.append(raw)
 
 
 def _up(n: int) -> int:
