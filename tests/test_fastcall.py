@@ -125,3 +125,38 @@ def test_the_entry_runs_with_timing_and_threads() -> None:
         got, wall, steps = cf.timed(a)
         np.testing.assert_array_equal(got[0], want)
         assert len(steps) == len(cf.steps) and wall > sum(steps) > 0
+
+
+def test_out_arrays_are_checked_natively_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    cf = _axpy()
+    x = np.arange(35, dtype=np.float32).reshape(7, 5)
+    y = np.arange(5, dtype=np.float32)
+    outs = [np.empty((7, 5), np.float32), np.empty(5, np.float32)]
+    got = cf(x, y, out=outs)
+    assert got[0] is outs[0] and got[1] is outs[1]
+    slow = _slow_calls(cf, monkeypatch)
+    for _ in range(3):
+        got = cf(x, y, out=outs)
+        assert got[0] is outs[0] and got[1] is outs[1]
+    np.testing.assert_array_equal(outs[0], x * np.float32(2) + y)
+    assert not slow
+    fast = cf._fast
+    assert fast is not None
+    raw = fast.layout.take_raw()
+    frozen = np.empty(5, np.float32)
+    frozen.flags.writeable = False
+    both = np.empty(12, np.float32)
+    for objs, want, error in (
+            ((x, y, *outs), 0, None),
+            ((x, y, outs[0], np.empty(5, np.float64)), 4, "out\\[1\\] must be a float32"),
+            ((x, y, np.empty((5, 7), np.float32), outs[1]), 3, "out\\[0\\] must be"),
+            ((x, y, outs[0], frozen), 4, "writeable"),
+            ((x, y, x, outs[1]), 3, "overlaps an input"),  # the result written over x
+            ((x, y, outs[0], outs[0][0]), 4, "overlaps"),  # into the other result
+            ((x, y, outs[0], both[::2][:5]), 4, "C-contiguous"),
+            ((x, y, outs[0], both[7:]), 0, None)):  # beside, not over, each other
+        assert cf._checked(fast.out_address, (*objs, raw), 0) == want, error
+        if error:
+            with pytest.raises(TcpError, match=error):
+                cf(x, y, out=list(objs[2:]))
+

@@ -7,10 +7,11 @@ of a call's ~75 us of host time (validation, contiguity flags, the slots array, 
 where the same work run warm takes a few. So a call whose inputs have the shapes and dtypes of
 the call before takes one native call, ``tcpr_call(sig, objs, times)``: ``objs`` is the tuple
 (inputs..., results..., arena), read as NumPy lays its arrays out; ``sig`` holds what the inputs
-must be (exact ndarray type, dtype object, rank, dims, C-contiguous and aligned) and what
-``tcpr_run`` needs (program.py). A mismatch returns the index of the first input that differs
-(counting from 1) before any kernel runs, and the caller takes the checked Python path, which
-accepts new shapes or raises the error a user should see.
+must be (exact ndarray type, dtype object, rank, dims, C-contiguous and aligned), with ``out=``
+what the caller's result arrays must be too (the same, writeable, and sharing no byte with an
+input or another result), and what ``tcpr_run`` needs (program.py). A mismatch returns the
+index of the first object that differs (counting from 1) before any kernel runs, and the caller
+takes the checked Python path, which accepts new shapes or raises the error a user should see.
 
 The object layout (PyObject head, PyArrayObject_fields, PyTupleObject items) is NumPy's and
 CPython's public C-level layout; :func:`abi` reads it back from live objects at start-up and
@@ -20,6 +21,7 @@ turns the entry off if anything is not where it should be.
 from __future__ import annotations
 
 import ctypes
+import math
 from collections.abc import Sequence
 from functools import cache
 
@@ -28,10 +30,11 @@ import numpy as np
 from tcp_rules.codegen.program import ALIGN
 
 # NumPy's flags and its PyArrayObject_fields, as offsets after the object head (ndarraytypes.h)
-C_CONTIGUOUS, ALIGNED = 0x1, 0x100
+C_CONTIGUOUS, ALIGNED, WRITEABLE = 0x1, 0x100, 0x400
 DATA, NDIM, DIMS, DESCR, FLAGS = 0, 8, 16, 40, 48
-# The sig table's header (int64 words); each input's expectations follow: dtype, rank, dims.
-POOL, PROG, THREADS, NSTEPS, CLOCK, NIN, NOBJ, ITEMS, HEAD, NDARRAY = range(10)
+# The sig table's header (int64 words); each checked object's expectations follow: dtype,
+# rank, bytes, written, dims.
+POOL, PROG, THREADS, NSTEPS, CLOCK, NCHECK, NOBJ, ITEMS, HEAD, NDARRAY = range(10)
 HEADER = 10
 
 CallFn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p)
@@ -65,21 +68,34 @@ def abi() -> tuple[int, int] | None:
         return None
 
 
-def signature(arrays: Sequence[object], run: Sequence[int], nobj: int) -> np.ndarray | None:
-    """The sig table for inputs like ``arrays`` (None where one is not a plain C-contiguous
-    ndarray with NumPy's own dtype object, or the layout is unknown); ``run`` is tcpr_run's
-    (pool, prog, threads, nsteps, clock)."""
+Spec = tuple[np.dtype, tuple[int, ...], bool]  # dtype, shape, and whether the call writes it
+
+
+def specs(arrays: Sequence[object], written: bool = False) -> list[Spec] | None:
+    """What the entry must find for objects like ``arrays``; None where one is not a plain
+    C-contiguous aligned ndarray (writeable, if ``written``) with NumPy's own dtype object."""
+    out = []
+    for a in arrays:
+        if type(a) is not np.ndarray or not (a.flags.c_contiguous and a.flags.aligned) or (
+                written and not a.flags.writeable):
+            return None
+        out.append((a.dtype, a.shape, written))
+    return out
+
+
+def signature(checked: Sequence[Spec], run: Sequence[int], nobj: int) -> np.ndarray | None:
+    """The sig table for a call whose first objects are as ``checked`` says (None where the
+    layout is unknown or a dtype is not NumPy's own object: the entry compares their ids);
+    ``run`` is tcpr_run's (pool, prog, threads, nsteps, clock). A written object must also be
+    writeable and share no byte with any object before it."""
     layout = abi()
     if layout is None:
         return None
-    words = [*run, len(arrays), nobj, layout[1], layout[0], id(np.ndarray)]
-    for a in arrays:
-        if type(a) is not np.ndarray or not (a.flags.c_contiguous and a.flags.aligned):
+    words = [*run, len(checked), nobj, layout[1], layout[0], id(np.ndarray)]
+    for dt, shape, written in checked:
+        if dt is not np.dtype(dt.type):
             return None
-        dt = a.dtype
-        if dt is not np.dtype(dt.type):  # a dtype object of its own: the entry compares ids
-            return None
-        words += [id(dt), a.ndim, *a.shape]
+        words += [id(dt), len(shape), math.prod(shape) * dt.itemsize, int(written), *shape]
     return np.array(words, dtype=np.int64)
 
 
@@ -103,15 +119,16 @@ entry:
 {word("threads", THREADS)}
 {word("nsteps", NSTEPS)}
 {word("clock", CLOCK)}
-{word("nin", NIN)}
+{word("nin", NCHECK)}
 {word("nobj", NOBJ)}
 {word("items", ITEMS)}
 {word("head", HEAD)}
 {word("ndarray", NDARRAY)}
   %slots = alloca i64, i64 %nobj
+  %nbs = alloca i64, i64 %nobj
   %typeoff = sub i64 %head, 8
   br label %obj
-obj:                                      ; every object's data pointer; inputs checked
+obj:                                      ; every object's data pointer; the first nin checked
   %i = phi i64 [0, %entry], [%i1, %stored]
   %w = phi i64 [{HEADER}, %entry], [%wnext, %stored]
   %odone = icmp sge i64 %i, %nobj
@@ -135,6 +152,10 @@ check:
 {word("wdt", "%w")}
   %w1 = add i64 %w, 1
 {word("wnd", "%w1")}
+  %w2 = add i64 %w, 2
+{word("nb", "%w2")}
+  %w3 = add i64 %w, 3
+{word("wr", "%w3")}
   %dok = icmp eq i64 %descr, %wdt
   %nok = icmp eq i64 %nd, %wnd
   %fl = and i32 %flags, {C_CONTIGUOUS | ALIGNED}
@@ -142,7 +163,7 @@ check:
   %ok1 = and i1 %tok, %dok
   %ok2 = and i1 %ok1, %nok
   %ok3 = and i1 %ok2, %fok
-  %w2 = add i64 %w, 2
+  %w4 = add i64 %w, 4
   br i1 %ok3, label %dims, label %fail
 dims:
 {field("dimsp", DIMS, "ptr")}
@@ -150,17 +171,48 @@ dims:
 dim:
   %j = phi i64 [0, %dims], [%j1, %dim.body]
   %jdone = icmp sge i64 %j, %nd
-  br i1 %jdone, label %checked, label %dim.body
+  br i1 %jdone, label %shaped, label %dim.body
 dim.body:
   %dp = getelementptr i64, ptr %dimsp, i64 %j
   %d = load i64, ptr %dp
-  %wj = add i64 %w2, %j
+  %wj = add i64 %w4, %j
 {word("want", "%wj")}
   %j1 = add i64 %j, 1
   %dimok = icmp eq i64 %d, %want
   br i1 %dimok, label %dim, label %fail
+shaped:                                   ; a written object: writeable, overlapping nothing
+  %nbp = getelementptr i64, ptr %nbs, i64 %i
+  store i64 %nb, ptr %nbp
+  %written = icmp ne i64 %wr, 0
+  br i1 %written, label %writable, label %checked
+writable:
+  %wf = and i32 %flags, {WRITEABLE}
+  %wok = icmp ne i32 %wf, 0
+  %end = add i64 %data, %nb
+  br i1 %wok, label %apart, label %fail
+apart:
+  %k = phi i64 [0, %writable], [%k1, %apart.next]
+  %kdone = icmp sge i64 %k, %i
+  br i1 %kdone, label %checked, label %apart.body
+apart.body:
+  %skp = getelementptr i64, ptr %slots, i64 %k
+  %sk = load i64, ptr %skp
+  %nkp = getelementptr i64, ptr %nbs, i64 %k
+  %nk = load i64, ptr %nkp
+  %ek = add i64 %sk, %nk
+  %lo = icmp ult i64 %data, %ek
+  %hi = icmp ult i64 %sk, %end
+  %both = and i1 %lo, %hi
+  %some = icmp ne i64 %nb, 0
+  %somek = icmp ne i64 %nk, 0
+  %sizes = and i1 %some, %somek
+  %overlap = and i1 %both, %sizes
+  %k1 = add i64 %k, 1
+  br i1 %overlap, label %fail, label %apart.next
+apart.next:
+  br label %apart
 checked:
-  %wnext.in = add i64 %w2, %nd
+  %wnext.in = add i64 %w4, %nd
   br label %stored
 notin:                                    ; results, then the arena (aligned as layout wants)
   %last = sub i64 %nobj, 1

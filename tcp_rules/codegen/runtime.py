@@ -76,14 +76,15 @@ def load_kernel(k: AnyKernel, use_disk: bool = True) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class _Fast:
-    """The checked entry's table for inputs like an accepted call's (fastcall.py)."""
+    """The checked entry's tables for inputs like an accepted call's (fastcall.py)."""
 
     sig: np.ndarray  # kept alive: the entry reads it at ``address``
     address: int
+    out_sig: np.ndarray  # the same with out= arrays checked too
+    out_address: int
     inputs: int
     layout: Layout
-    results: list[tuple[tuple[int, ...], np.dtype]]  # shape and dtype per result buffer
-    order: list[int]  # the func's results as indices into those buffers
+    results: list[tuple[tuple[int, ...], np.dtype]]  # shape and dtype per result, in order
 
 
 class CompiledFunc:
@@ -91,8 +92,8 @@ class CompiledFunc:
 
     A call checks the inputs, allocates the results (or takes ``out``) and makes one native
     call, which runs every kernel in order on the thread pool (program.py, pool.py). A call
-    whose inputs are shaped as the last accepted call's (and no ``out``) is checked inside that
-    native call instead (fastcall.py).
+    whose inputs are shaped as the last accepted call's is checked inside that native call
+    instead, its ``out`` arrays too (fastcall.py).
     """
 
     def __init__(self, func: Func, plan: Plan, threads: int | None = None,
@@ -127,8 +128,8 @@ class CompiledFunc:
     def _call(self, arrays: Sequence[np.ndarray], out: Sequence[np.ndarray] | None,
               ticks: int) -> tuple[np.ndarray, ...]:
         fast = self._fast
-        if fast is not None and out is None and len(arrays) == fast.inputs:
-            got = self._fast_call(fast, arrays, ticks)
+        if fast is not None and len(arrays) == fast.inputs:
+            got = self._fast_call(fast, arrays, out, ticks)
             if got is not None:
                 return got
         inst = self._validated(arrays)
@@ -139,33 +140,43 @@ class CompiledFunc:
         res = self._results(arrays, inst, out)
         lay = self._layout(inst)
         self._launch(lay, arrays, res, ticks)
-        if out is None:
-            self._fast = self._fast_for(arrays, inst, lay)
+        self._fast = self._fast_for(arrays, inst, lay)
         return tuple(res[i] for i in self.plan.results)
 
     def _fast_for(self, arrays: Sequence[np.ndarray], inst: Instance, lay: Layout
                   ) -> _Fast | None:
         """What the checked entry needs to run calls whose inputs are like ``arrays``."""
-        sig = fastcall.signature(arrays, (self._pool, lay.address, self.threads, lay.nsteps,
-                                          native.CLOCK), lay.nslots)
-        if sig is None:
+        run = (self._pool, lay.address, self.threads, lay.nsteps, native.CLOCK)
+        ins = fastcall.specs(arrays)
+        sig = None if ins is None else fastcall.signature(ins, run, lay.nslots)
+        if ins is None or sig is None:
             return None
-        specs = [(inst.shapes[i], self.plan.buffers[i].dtype.np_dtype) for i in self.results]
-        order = [self.results.index(i) for i in self.plan.results]
-        return _Fast(sig, int(sig.ctypes.data), len(arrays), lay, specs, order)
+        # (the lowering gives every result a buffer of its own: plan.results has no repeats)
+        specs = [(inst.shapes[i], np.dtype(self.plan.buffers[i].dtype.np_dtype))
+                 for i in self.plan.results]
+        out_sig = fastcall.signature([*ins, *[(dt, shape, True) for shape, dt in specs]], run,
+                                     lay.nslots)
+        if out_sig is None:
+            return None
+        return _Fast(sig, int(sig.ctypes.data), out_sig, int(out_sig.ctypes.data), len(arrays),
+                     lay, specs)
 
-    def _fast_call(self, fast: _Fast, arrays: Sequence[np.ndarray], ticks: int
-                   ) -> tuple[np.ndarray, ...] | None:
-        """Run through the checked entry; None (nothing run) when an input is not as before.
-        Written for few Python operations: each costs microseconds after kernels have flushed
-        the caches and the TLB."""
-        res = [results.POOL.empty(shape, dt) for shape, dt in fast.results]
-        raw = fast.layout.take_raw()
-        bad = self._checked(fast.address, (*arrays, *res, raw), ticks)
-        fast.layout.give_arena(raw)
-        if bad:
+    def _fast_call(self, fast: _Fast, arrays: Sequence[np.ndarray],
+                   out: Sequence[np.ndarray] | None, ticks: int) -> tuple[np.ndarray, ...] | None:
+        """Run through the checked entry; None (nothing run) when an input or out= array is
+        not as the entry expects. Written for few Python operations: each costs microseconds
+        after kernels have flushed the caches and the TLB."""
+        if out is None:
+            res = [results.POOL.empty(shape, dt) for shape, dt in fast.results]
+            address = fast.address
+        elif len(out) == len(fast.results):
+            res, address = list(out), fast.out_address
+        else:
             return None
-        return (res[0],) if fast.order == [0] else tuple(map(res.__getitem__, fast.order))
+        raw = fast.layout.take_raw()
+        bad = self._checked(address, (*arrays, *res, raw), ticks)
+        fast.layout.give_arena(raw)
+        return None if bad else tuple(res)
 
     def timed(self, *arrays: np.ndarray, out: Sequence[np.ndarray] | None = None
               ) -> tuple[tuple[np.ndarray, ...], float, list[float]]:
