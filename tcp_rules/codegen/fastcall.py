@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import sys
 from collections.abc import Sequence
 from functools import cache
 
@@ -43,7 +44,10 @@ CallFn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.py_object, cty
 @cache
 def abi() -> tuple[int, int] | None:
     """(object head bytes, offset of a tuple's first item) when live objects show the layout
-    the entry reads, else None (the entry is not used)."""
+    the entry reads, else None (the entry is not used). Each address is read only after the
+    fields before it matched, so a different layout is never followed as a pointer."""
+    if sys.implementation.name != "cpython":  # elsewhere id() need not be an address
+        return None
     head, items = object.__basicsize__, tuple.__basicsize__
     a = np.zeros((2, 3), np.float32)
     v = a[:, ::2]
@@ -71,15 +75,14 @@ def abi() -> tuple[int, int] | None:
 Spec = tuple[np.dtype, tuple[int, ...], bool]  # dtype, shape, and whether the call writes it
 
 
-def specs(arrays: Sequence[object], written: bool = False) -> list[Spec] | None:
-    """What the entry must find for objects like ``arrays``; None where one is not a plain
-    C-contiguous aligned ndarray (writeable, if ``written``) with NumPy's own dtype object."""
-    out = []
+def specs(arrays: Sequence[object]) -> list[Spec] | None:
+    """What the entry must find for inputs like ``arrays``; None where one is not a plain
+    C-contiguous aligned ndarray."""
+    out: list[Spec] = []
     for a in arrays:
-        if type(a) is not np.ndarray or not (a.flags.c_contiguous and a.flags.aligned) or (
-                written and not a.flags.writeable):
+        if type(a) is not np.ndarray or not (a.flags.c_contiguous and a.flags.aligned):
             return None
-        out.append((a.dtype, a.shape, written))
+        out.append((a.dtype, a.shape, False))
     return out
 
 
