@@ -238,11 +238,12 @@ def _pack_transposed(f: _Fn, k: MatmulKernel, ptrs: tuple[ir.Value, ...],
             at = b.add(dst0, b.add(b.mul(b.add(kv, f.c64(t)), f.c64(nr)), f.c64(g0)))
             b.store(piece, e.gep(ty, dst, at), align=dt.itemsize)
         if dt.is_float:
-            m = b.load(vmx)
-            for x in rows:  # vmx holds NR lanes; the first VF keep these maxima
-                wide = _concat(b, [x, *[ir.Constant(vt, None)] * (nr // vf - 1)])
-                m = bigger(e, m, wide)
-            b.store(m, vmx)
+            m = ir.Constant(vt, None)
+            for x in rows:
+                m = bigger(e, m, x)
+            # vmx holds NR lanes: widened once, the first VF take these maxima
+            wide = _concat(b, [m, *[ir.Constant(vt, None)] * (nr // vf - 1)])
+            b.store(bigger(e, b.load(vmx), wide), vmx)
 
     def column(lo: ir.Value) -> Callable[[ir.Value], None]:
         """Column jj of the panel: its k values from ``lo`` on."""
