@@ -19,6 +19,8 @@ from numerics import assert_close_to_reference, gamma
 from tcp_rules import build as tb
 from tcp_rules.codegen import compile_func
 from tcp_rules.codegen.emit import F32_SUM_BLOCK
+from tcp_rules.codegen.kernel import MatmulKernel
+from tcp_rules.codegen.matmul import packs_a, tile_shape
 from tcp_rules.interpret import evaluate
 from tcp_rules.ir import Func
 from tcp_rules.pipeline import load_module_file
@@ -376,3 +378,48 @@ def test_matmul_of_a_transpose_reads_it_in_place(dt: DType, batch: int, m: int, 
         assert_same(cf(xa, xbt)[0], want[0], f"{dt} {lead} {m}x{k}x{n} {pattern}")
         with np.errstate(over="ignore", invalid="ignore"):  # the tolerance of an inf is inf
             assert_close_to_reference(list(cf(xa, xbt)), func, [xa, xbt], "transposed b")
+
+
+def _static_matmul(dt: DType, batch: int, m: int, k: int, n: int) -> Func:
+    pre = [batch] if batch else []
+    f = tb.FuncBuilder("mm_static")
+    a, b = f.param("a", f"{dt}{[*pre, m, k]}"), f.param("b", f"{dt}{[*pre, k, n]}")
+    f.ret(tb.matmul(a, b))
+    return f.finish()
+
+
+@pytest.mark.parametrize("dt", [F32, F64, I32, I64])
+@pytest.mark.parametrize(("batch", "m", "k"), [(0, 1, 1), (0, 7, 13), (0, 101, 37),
+                                               (0, 200, 64), (3, 9, 20)])
+@pytest.mark.parametrize("panels", [0.5, 1, 2])
+def test_narrow_matmul_reads_a_in_place(dt: DType, batch: int, m: int, k: int,
+                                        panels: float) -> None:
+    """With one or two panels of B (a static N of at most 2 NR) the tiles read A where it lies
+    instead of packing it: bit for bit what the packing kernel gives (the same sums in the same
+    order), over several blocks of rows and a last tile of missing rows; products that overflow
+    (at k = 0, and at k - 2 of the last row, where the pass taking A's maximum ends in its
+    element by element tail) take the rounded products, as the reference does."""
+    nr = tile_shape(dt)[1]
+    n = max(1, int(panels * nr))
+    func = _static_matmul(dt, batch, m, k, n)
+    cf = compile_func(func)
+    kernels = [s.kernel for s in cf.steps]
+    assert [packs_a(q) for q in kernels if isinstance(q, MatmulKernel)] == [False]
+    packing = compile_func(_matmul_func(dt, bool(batch)))
+    assert packs_a(packing.steps[0].kernel)
+    lead = (batch,) if batch else ()
+    rng = np.random.default_rng(m * k + n)
+    big = float(np.finfo(dt.np_dtype).max) * 0.9 if dt.is_float else 0.0
+    root = float(np.sqrt(np.finfo(dt.np_dtype).max)) * 1.1 if dt.is_float else 0.0
+    for pattern in ([np.inf, 2.0], [1.0, -big]), ([-big, root], [1.0, root]), None:
+        xa = (rng.standard_normal((*lead, m, k)) * 8).astype(dt.np_dtype)
+        xb = (rng.standard_normal((*lead, k, n)) * 8).astype(dt.np_dtype)
+        if pattern is not None:
+            if not (dt.is_float and k >= 2):
+                continue
+            for row, at in ((0, 0), (m - 1, k - 2)):
+                xa[..., row, at:at + 2], xb[..., at:at + 2, n - 1] = pattern
+        got = cf(xa, xb)
+        assert_same(got[0], packing(xa, xb)[0], f"{dt} {lead} {m}x{k}x{n} {pattern}")
+        with np.errstate(over="ignore", invalid="ignore"):  # the tolerance of an inf is inf
+            assert_close_to_reference(list(got), func, [xa, xb], "narrow matmul")

@@ -14,12 +14,14 @@ buffer.
 
 Each block of MC rows of A is packed too (``[tile][k][MR]``) into a scratch buffer of MC x K
 elements that the caller provides per thread: the MR rows a tile reads sit 4 KiB apart for
-K = 1024 and would otherwise collide in the same cache sets.
+K = 1024 and would otherwise collide in the same cache sets. With one or two panels of B a block
+is read too few times to repay its packing (:func:`packs_a`): tiles then read A in place.
 
 IEEE specials as the reference (ops/linalg.py ``matmul_reference``): a fused multiply-add never
 rounds its product, so a product that overflows would give a finite or infinite sum where the
 reference's rounded product gives inf or NaN. Packing records each B panel's largest magnitude
-(after the panels in the packed buffer) and each A block's; a tile whose two maxima multiply to
+(after the panels in the packed buffer) and each A block's (while packing it, or in a pass of
+its own); a tile whose two maxima multiply to
 inf runs a K loop of rounded products and adds instead (never on finite data that cannot
 overflow: measured at the noise level on 256^3 and 1024^3). Targets without FMA always do.
 
@@ -56,6 +58,15 @@ def tile_shape(dt: DType, target: jit.Target | None = None) -> tuple[int, int, i
     if wide:
         return 8, 2 * vf, vf  # 16 accumulators of 32 registers
     return 6, 2 * vf, vf  # 12 accumulators of 16 registers
+
+
+def packs_a(k: MatmulKernel, target: jit.Target | None = None) -> bool:
+    """Whether the kernel packs each block of A (else its tiles read A where it lies). A packed
+    block is read once per panel of B: with one or two panels (attention's P V, a narrow
+    output) packing costs more than it saves, 2-8% measured on 512x512x64 to 2048x256x48;
+    from four panels on it is even or better."""
+    _, nr, _ = tile_shape(k.buffers[0].dtype, target)
+    return not (isinstance(k.n, int) and k.n <= 2 * nr)
 
 
 def fused(target: jit.Target | None = None) -> bool:
@@ -305,6 +316,7 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
     out_ty = mem_type(out_buf.dtype)
     lane_ids = ir.Constant(ir.VectorType(I64, vf), list(range(vf)))
     is_float = dt.is_float
+    direct = not packs_a(k)
 
     amax = f._alloca(el, "amax")
     vmax = f._alloca(vt, "amax.v")
@@ -357,7 +369,29 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
         tiles = b.sdiv(b.add(b.sub(ic_end, ic), f.c64(mr - 1)), f.c64(mr))
         f.loop(f.c64(0), tiles, 1, per_tile, "pt")
 
-    def k_loop(ap: ir.Value, bp: ir.Value, fuse: bool) -> tuple[ir.Block, list[ir.Value]]:
+    def block_max(bi: ir.Value, ic: ir.Value, ic_end: ir.Value) -> None:
+        """The largest magnitude (NaNs ignored) of rows [ic, ic_end) of A, which are
+        contiguous, into ``amax``: VF independent lanes, then the tail one by one."""
+        start = b.add(b.mul(bi, b.mul(m, kk)), b.mul(ic, kk))
+        count = b.mul(b.sub(ic_end, ic), kk)
+        whole = b.mul(b.sdiv(count, f.c64(vf)), f.c64(vf))
+        b.store(ir.Constant(vt, None), vmax)
+        b.store(ir.Constant(el, 0), amax)
+
+        def vec(i: ir.Value) -> None:
+            x = e.load(vt, e.gep(el, bufs[0], b.add(start, i)), align=dt.itemsize)
+            b.store(bigger(e, b.load(vmax), x), vmax)
+
+        def one(i: ir.Value) -> None:
+            x = e.load(el, e.gep(el, bufs[0], b.add(start, i)))
+            b.store(bigger(e, b.load(amax), x), amax)
+        f.loop(f.c64(0), whole, vf, vec, "amv")
+        f.loop(whole, count, 1, one, "am1")
+        lanes = e.intrinsic("vector.reduce.fmax", [b.load(vmax)], ret=el)
+        b.store(bigger(e, b.load(amax), lanes), amax)
+
+    def k_loop(ap: ir.Value | list[ir.Value], bp: ir.Value, fuse: bool
+               ) -> tuple[ir.Block, list[ir.Value]]:
         """The MR x NR tile's sums over k, fused multiply-adds or products rounded first; the
         block it ends in and the accumulators there."""
         pre = b.block
@@ -378,9 +412,13 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
         row = e.gep(el, bp, b.mul(kv, f.c64(nr)))
         bvec = [e.load(vt, e.gep(vt, row, f.c64(v)), align=dt.itemsize) for v in range(nv)]
         new = []
-        arow = e.gep(el, ap, b.mul(kv, f.c64(mr)))
+        if isinstance(ap, list):  # A read in place: one pointer per row of the tile
+            a_at = [e.gep(el, ap[r], kv) for r in range(mr)]
+        else:
+            arow = e.gep(el, ap, b.mul(kv, f.c64(mr)))
+            a_at = [e.gep(el, arow, f.c64(r)) for r in range(mr)]
         for r in range(mr):
-            av = e.splat(e.load(el, e.gep(el, arow, f.c64(r))), vf)
+            av = e.splat(e.load(el, a_at[r]), vf)
             for v in range(nv):
                 acc = accs[r * nv + v]
                 if not is_float:
@@ -400,7 +438,15 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
 
     def tile(bi: ir.Value, i0: ir.Value, rows: ir.Value, p: ir.Value, ic: ir.Value,
              risky: ir.Value | None) -> None:
-        ap = e.gep(el, apack, b.mul(b.sdiv(b.sub(i0, ic), f.c64(mr)), b.mul(kk, f.c64(mr))))
+        ap: ir.Value | list[ir.Value]
+        if direct:  # rows past the end repeat the last one, as packing does
+            a_base = b.mul(bi, b.mul(m, kk))
+            last_row = b.sub(b.add(i0, rows), f.c64(1))
+            ap = [e.gep(el, bufs[0], b.add(a_base, b.mul(
+                f_min(e, b.add(i0, f.c64(r)), last_row), kk))) for r in range(mr)]
+        else:
+            ap = e.gep(el, apack, b.mul(b.sdiv(b.sub(i0, ic), f.c64(mr)),
+                                        b.mul(kk, f.c64(mr))))
         bp = e.gep(el, packed, b.mul(b.add(b.mul(bi, npan), p), b.mul(kk, f.c64(nr))))
         if risky is None:
             accs = k_loop(ap, bp, fma)[1]
@@ -468,7 +514,11 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
     def per_batch(bi: ir.Value) -> None:
         def per_block(ic: ir.Value) -> None:
             ic_end = f_min(e, b.add(ic, f.c64(MC)), hi)
-            pack_a(bi, ic, ic_end)
+            if direct:
+                if guard:
+                    block_max(bi, ic, ic_end)
+            else:
+                pack_a(bi, ic, ic_end)
 
             def per_panel(p: ir.Value) -> None:
                 risky = None
