@@ -22,7 +22,7 @@ from tcp_rules.codegen.emit import F32_SUM_BLOCK
 from tcp_rules.codegen.kernel import MatmulKernel
 from tcp_rules.codegen.matmul import packs_a, tile_shape
 from tcp_rules.interpret import evaluate
-from tcp_rules.ir import Func
+from tcp_rules.ir import Apply, Func
 from tcp_rules.pipeline import load_module_file
 from tcp_rules.types import DType
 
@@ -423,3 +423,35 @@ def test_narrow_matmul_reads_a_in_place(dt: DType, batch: int, m: int, k: int,
         assert_same(got[0], packing(xa, xb)[0], f"{dt} {lead} {m}x{k}x{n} {pattern}")
         with np.errstate(over="ignore", invalid="ignore"):  # the tolerance of an inf is inf
             assert_close_to_reference(list(got), func, [xa, xb], "narrow matmul")
+
+
+@pytest.mark.parametrize("dt", [F32, F64])
+def test_constant_operands_fold_into_their_readers(dt: DType) -> None:
+    """add, sub, mul, div, neg, abs and sqrt of constants (div-const's div(1.0, c), a scale
+    computed in the graph) fold into the kernels that read them instead of running as
+    kernels of their own, with the reference's bits: inf, NaN and -0.0 included."""
+    f = tb.FuncBuilder("fold")
+    x = f.param("x", f"{dt}[N]")
+
+    def c(v: float, shape: tuple[int, ...] = ()) -> Apply:
+        return tb.apply_op("splat", value=v, shape=list(shape), dtype=dt)
+
+    def scalar(v: Apply) -> Apply:
+        return tb.broadcast(v, shape=["N"], dims=[])
+
+    folds = [tb.div(c(1.0), c(3.0)), tb.sqrt(c(2.0)), tb.div(c(1.0), c(0.0)),
+             tb.sqrt(c(-1.0)), tb.neg(tb.sub(c(0.5), c(0.5))),
+             tb.abs(tb.mul(c(-1e300 if dt is F64 else -1e30), c(1e300 if dt is F64 else 1e30))),
+             tb.add(tb.reshape(c(0.25), shape=[1]), c(1.0, (1,)))]
+    outs = [tb.mul(x, scalar(v)) if v.type.rank == 0 else tb.mul(x, tb.broadcast(
+        v, shape=["N"], dims=[0])) for v in folds[:-1]]
+    outs.append(tb.add(x, tb.broadcast(folds[-1], shape=["N"], dims=[0])))
+    for o in outs:
+        f.ret(o)
+    func = f.finish()
+    cf = compile_func(func)
+    assert len(cf.steps) == len(outs)  # one kernel per result, none for the constants
+    xs = [np.array([1.0, -2.0, 0.0, np.inf], dt.np_dtype)]
+    with np.errstate(all="ignore"):
+        for got, want in zip(cf(*xs), evaluate(func, xs), strict=True):
+            assert_same(got, want, "folded")

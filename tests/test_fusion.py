@@ -229,3 +229,27 @@ def test_a_library_call_stays_out_of_a_fused_body() -> None:
         assert fused < split
     fused, split = fused_and_split("exp({})")
     assert fused < split
+
+
+def test_an_imported_linear_layers_bias_runs_in_its_matmul_epilogue() -> None:
+    """ONNX's MatMul on [batch, seq, features] imports as reshape(matmul(reshape(x), w)) and
+    its bias add follows the reshape: binary-reshape moves the add to the matmul's side of
+    the reshape, where reshape-broadcast makes the bias a plain broadcast (no copy), so each
+    layer is one matmul kernel with bias and activation as its epilogue."""
+    text = """func ff(x: f32[2, 8, 16], w: f32[16, 32], b: f32[32], w2: f32[32, 8]) -> f32[16, 8] {
+      h = add(reshape(matmul(reshape(x, shape=[16, 16]), w), shape=[2, 8, 32]),
+              broadcast(b, shape=[2, 8, 32], dims=[2]))
+      r = max(h, 0.0)
+      return matmul(reshape(r, shape=[16, 32]), w2)
+    }"""
+    f = func(text)
+    new = {"reshape-broadcast", "binary-reshape"}
+    without = [r for r in STD if r.name.split(".")[0] not in new]
+    assert len(without) < len(STD)
+    counts = []
+    for rules in (STD, without):
+        opt = optimize(f, rules, OPTS).func
+        counts.append(len(kernel_infos(opt, RooflineCost())))
+        xs = random_inputs(f, {}, seed=3)
+        assert_close_to_reference(list(compile_func(opt)(*xs)), f, xs, "linear layers")
+    assert counts[0] == 2 and counts[1] > 2, counts

@@ -7,7 +7,9 @@ nest is decided by the program, not here: the e-graph's fusion rules and cost mo
 body is inline (``load`` reads a materialized tensor). Every op outside a kernel body gets a
 kernel of its own, except the views: broadcasts, transposes and slices are indexing maps, never
 copies, and reshapes reinterpret a materialized buffer. A matmul whose body consumers are
-elementwise becomes a matmul kernel with those ops as its epilogue (bias, activation).
+elementwise becomes a matmul kernel with those ops as its epilogue (bias, activation). Constants
+are constants of the loop nests that read them, views and exactly rounded ops of constants too
+(FOLDED): a scale computed in the graph never runs as a kernel.
 
 Inside a body, a broadcast of a computed value is inline when the loops it adds are nested inside
 the operand's own (its value is hoisted, computed once per outer point, as a row softmax's sum);
@@ -59,13 +61,20 @@ class _Refuse(Exception):
         self.value = value
 
 
+# Ops folded where every operand is a constant: IEEE's correctly rounded ones, which NumPy's
+# reference and the compiled code compute alike (algebra's div-const leaves div(1.0, c)).
+FOLDED = frozenset({"add", "sub", "mul", "div", "neg", "abs", "sqrt"})
+
+
 @dataclass
 class Src:
-    """How a value is read: from buffer ``buf`` or, when None, inline via ``template``."""
+    """How a value is read: from buffer ``buf`` or, when None, inline via ``template``; the
+    value of a constant (a splat, and views and folded ops of splats) in ``const``."""
 
     buf: int | None
     template: Template
     ops: int = 0
+    const: Const | None = None
 
 
 class KB:
@@ -258,8 +267,12 @@ class Lowerer:
         name, at, dt = v.op.name, v.attr_map, v.type.dtype
         srcs = [self.src[id(o)] for o in v.operands]
         if name == "splat":
-            value = _scalar(at["value"], dt)
-            return Src(None, lambda kb, idx: Const(dt, value))
+            return _const_src(Const(dt, _scalar(at["value"], dt)))
+        consts = [s.const for s in srcs if s.const is not None]
+        if srcs and len(consts) == len(srcs) and (
+                name in ("broadcast", "transpose", "slice", "reshape")
+                or (name in FOLDED and dt in (DType.F32, DType.F64))):
+            return _const_src(self.fold(v, consts))
         if name == "dense":
             data = np.ascontiguousarray(literal_array(at["value"].array, dt))
             pid = self.plan.add_buffer(PlanBuffer(dt, v.type.dims, "const", data=data))
@@ -300,6 +313,17 @@ class Lowerer:
         s = Src(None, lambda kb, idx: Op(dt, name, tuple(self.read(o, kb, idx) for o in args),
                                          attrs), ops)
         return s if self.inline_ok(v, ops) else self.materialize(v, s)
+
+    @staticmethod
+    def fold(v: Apply, args: list[Const]) -> Const:
+        """``v`` on constant operands, by the op table's reference (views keep the value)."""
+        if v.op.name not in FOLDED:
+            return args[0]
+        arrays = [np.array(a.value, dtype=o.type.dtype.np_dtype)
+                  for a, o in zip(args, v.operands, strict=True)]
+        with np.errstate(all="ignore"):  # inf and NaN fold as IEEE gives them
+            got = v.op.reference(arrays, v.attr_map, v.type)
+        return Const(v.type.dtype, _scalar(np.asarray(got).reshape(-1)[0].item(), v.type.dtype))
 
     @staticmethod
     def tensor_of(v: Value) -> Value:
@@ -427,6 +451,10 @@ class Lowerer:
                               at["mode"], value, dt, kb.size)
             return read(idx)
         return Src(None, tmpl, 1)
+
+
+def _const_src(c: Const) -> Src:
+    return Src(None, lambda kb, idx: c, const=c)
 
 
 def computed_index(kb: KB, v: Apply) -> None:
