@@ -15,11 +15,13 @@ Benchmarks, not tests: numbers are reported, never asserted; a mismatch is print
      "graphs": [{"graph": str, "source": str,
                  "skipped": str | null,          # why it was not measured (then nothing else)
                  "ops": int,
-                 "unoptimized": {"kernels": int, "ms": float | null},
+                 "unoptimized": {"kernels": int, "ms": float | null,
+                                 "host_us_per_kernel": float | null},
                  "optimized" | "no_algebra": {
                      "seconds": float, "stop_reason": str, "phase_stops": [str],
                      "peak_enodes": int | null, "cost_before": float, "cost_after": float,
                      "error": str | null, "kernels": int, "ms": float | null,
+                     "host_us_per_kernel": float | null,  # (wall - kernels' time) / kernels
                      "speedup": float | null,    # unoptimized ms / this ms
                      "mismatch": str | null}}]}  # null: outputs agree with unoptimized
 """
@@ -186,6 +188,12 @@ def _first_line(e: Exception) -> str:
     return (str(e).strip().splitlines() or [type(e).__name__])[0].removeprefix("error: ")
 
 
+def _timed_call(cf: Any, inputs: Sequence[np.ndarray], hosts: list[float]) -> None:
+    """One call of ``cf``, noting what it cost outside its kernels (CompiledFunc.timed)."""
+    _, wall, kernels = cf.timed(*inputs)
+    hosts.append(wall - sum(kernels))
+
+
 def measure(g: Graph, rules: Sequence[Rule], repeats: int, threads: int = 1) -> dict[str, Any]:
     """One row of the suite: import, optimize both ways, compile, time and compare ``g``."""
     from tcp_rules.codegen.runtime import compile_func
@@ -206,6 +214,7 @@ def measure(g: Graph, rules: Sequence[Rule], repeats: int, threads: int = 1) -> 
         funcs[variant] = result.func
     runs: dict[str, Callable[[], object]] = {}
     outputs: dict[str, tuple[np.ndarray, ...]] = {}
+    hosts: dict[str, list[float]] = {}
     for k, f in funcs.items():
         stats = row.setdefault(k, {})
         stats["kernels"] = None
@@ -216,11 +225,14 @@ def measure(g: Graph, rules: Sequence[Rule], repeats: int, threads: int = 1) -> 
         except TcpError as e:  # reported in the row; the other programs are still timed
             stats["error"] = f"compile/run: {_first_line(e)}"
             continue
-        runs[k] = functools.partial(cf, *inputs)
+        runs[k] = functools.partial(_timed_call, cf, inputs, hosts.setdefault(k, []))
     ms = {k: 1e3 * s for k, s in time_interleaved(runs, repeats).items()}
     base = ms.get("unoptimized")
     for k in funcs:
         row[k]["ms"] = ms.get(k)
+        n = row[k]["kernels"]
+        row[k]["host_us_per_kernel"] = (1e6 * statistics.median(hosts[k]) / n
+                                        if hosts.get(k) and n else None)
     for variant in VARIANTS:
         stats, t = row[variant], ms.get(variant)
         stats["speedup"] = base / t if base and t else None
@@ -258,6 +270,9 @@ medians of {repeats} runs in which the three programs take turns, on a {cpu} CPU
   ops        ops of the imported program (before optimization)
   kern       kernels (loop nests) the program compiles to
   ms         measured time of one run of the whole program
+  us/k       the unoptimized program's host cost per kernel, in microseconds: (a call's wall
+             time - its kernels' time) / kernels, in the same calls (the checked native entry,
+             allocation of the results, the runner going from kernel to kernel)
   opt s      seconds the optimizer took (its time limit is a hard deadline)
   stop       why saturation stopped: saturated, fixpoint (rounds of algebra stopped finding
              cheaper programs), or the limit it hit (time, node, iteration)
@@ -283,8 +298,9 @@ def _cell(stats: dict[str, Any]) -> str:
 def render(report: dict[str, Any]) -> str:
     """The suite's JSON report as a table, notes (skips, errors, mismatches) and legend."""
     head = f"{'opt s':>6} {'stop':<11} {'e-nodes':>7} {'kern':>4} {'ms':>8} {'speedup':>7}"
-    lines = [f"{'':<18}{'':>5} {'unoptimized':>13} | {'all rules':<47}| {'no algebra':<47}|",
-             f"{'graph':<18}{'ops':>5} {'kern':>4} {'ms':>8} | {head} | {head} | check"]
+    lines = [f"{'':<18}{'':>5} {'unoptimized':>19} | {'all rules':<47}| {'no algebra':<47}|",
+             f"{'graph':<18}{'ops':>5} {'kern':>4} {'ms':>8} {'us/k':>5} | {head} | {head} | "
+             "check"]
     notes = []
     for r in report["graphs"]:
         if r["skipped"]:
@@ -294,7 +310,8 @@ def render(report: dict[str, Any]) -> str:
         bad = [v for v in VARIANTS if r[v].get("mismatch")]
         check = "MISMATCH (" + ", ".join(bad) + ")" if bad else "ok"
         lines.append(f"{r['graph']:<18}{r['ops']:>5} {_num(un['kernels'], 'd', 4)} "
-                     f"{_num(un.get('ms'), '.2f', 8)} | {_cell(r['optimized'])} | "
+                     f"{_num(un.get('ms'), '.2f', 8)} "
+                     f"{_num(un.get('host_us_per_kernel'), '.1f', 5)} | {_cell(r['optimized'])} | "
                      f"{_cell(r['no_algebra'])} | {check}")
         for k in ("unoptimized", *VARIANTS):
             for what in ("error", "mismatch"):

@@ -50,6 +50,8 @@ def test_suite_measures_a_tiny_graph() -> None:
         stats = row[k]
         assert isinstance(stats["kernels"], int) and stats["kernels"] > 0, k
         assert stats["ms"] > 0, k
+        # the host's part of a call: positive, and below the whole call's time per kernel
+        assert 0 < stats["host_us_per_kernel"] < 1e3 * stats["ms"] / stats["kernels"], k
     for k in bm.VARIANTS:
         stats = row[k]
         assert stats["error"] is None and stats["mismatch"] is None, k
