@@ -184,3 +184,31 @@ def test_large_kernel_is_vectorized() -> None:
     k = lower_func(ADD).steps[0].kernel
     opt = jit.optimized_ir(module_ir(k, "f"))
     assert "x float>" in opt  # vector code for the host
+
+
+def test_a_reshaped_result_is_written_in_place() -> None:
+    """A result that is a reshape of a kernel's output (an imported graph's last Reshape) is
+    that kernel's output, written straight into the result array: no copy kernel. A second
+    reshape of the same buffer among the results, the buffer itself as a result too, and a
+    reshape of an input are copied (results never share memory with each other or inputs)."""
+    f = tb.FuncBuilder("shapes")
+    x = f.param("x", "f32[N, 6]")
+    e = tb.add(x, x)
+    f.ret(tb.reshape(e, shape=["N", 2, 3]))
+    f.ret(tb.reshape(e, shape=["N", 3, 2]))
+    f.ret(e)
+    f.ret(tb.reshape(x, shape=["N", 3, 2]))
+    f.ret(tb.reshape(tb.neg(x), shape=["N", 2, 3]))
+    func = f.finish()
+    plan = lower_func(func)
+    copies = [s for s in plan.steps if s.value is None]
+    assert len(plan.steps) == 2 + len(copies) and len(copies) == 3
+    xs = [np.arange(24, dtype=np.float32).reshape(4, 6) / 7]
+    want = evaluate(func, xs)
+    cf = compile_func(func)
+    for out in (None, [np.full(w.shape, np.nan, np.float32) for w in want]):
+        for _ in range(2):  # the Python path, then the checked native entry
+            got = cf(*xs, out=out)
+            assert len({a.ctypes.data for a in got}) == len(got)
+            for g, w in zip(got, want, strict=True):
+                assert_same(g, w, "reshaped result")

@@ -193,20 +193,30 @@ class Lowerer:
             self.values[id(v)] = v
             if isinstance(v, Apply):
                 self.src[id(v)] = self.lower(v)
-        claimed: set[int] = set()
+        claimed: set[int] = set()  # buffers that are results' storage
         for r in self.func.results:
             s = self.src[id(r)]
-            if s.buf is not None and self.plan.buffers[s.buf].kind == "temp" \
-                    and s.buf not in claimed:
+            root = self._temp_root(s)
+            if s.buf is not None and root is not None and root not in claimed:
                 pid = s.buf
             else:
-                pid = self.plan.add_buffer(PlanBuffer(r.type.dtype, r.type.dims, "temp"))
+                root = pid = self.plan.add_buffer(PlanBuffer(r.type.dtype, r.type.dims, "temp"))
                 self.emit(r, s, pid, "copy")
-            claimed.add(pid)
+            claimed.add(root)
             self.plan.results.append(pid)
         for pid in claimed:
             self.plan.buffers[pid].kind = "result"
         return self.plan
+
+    def _temp_root(self, s: Src) -> int | None:
+        """The temporary holding a result's value: its own buffer, or the base of a reshape of
+        one (an imported graph's last Reshape), which is then written straight into the result
+        array. None where the value must be copied there (a param, a constant, inline)."""
+        if s.buf is None:
+            return None
+        b = self.plan.buffers[s.buf]
+        root = b.base if b.kind == "view" else s.buf
+        return root if root is not None and self.plan.buffers[root].kind == "temp" else None
 
     # Sources -----------------------------------------------------------------------------------
 

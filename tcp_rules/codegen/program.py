@@ -327,6 +327,11 @@ def layout(plan: Plan, inst: Instance, addrs: list[tuple[int, int]], threads: in
     for pid in plan.results:
         result_slot.setdefault(pid, nparams + len(result_slot))
     arena_slot = nparams + len(result_slot)
+    for pid in plan.results:  # a result that is a reshape: its base is the result's storage
+        if plan.buffers[pid].kind == "view":
+            base = plan.buffers[pid].base
+            assert base is not None and plan.buffers[base].kind == "result"
+            result_slot[base] = result_slot[pid]
     first: dict[int, int] = {}
     last: dict[int, int] = {}
     for s, st in enumerate(plan.steps):
