@@ -12,7 +12,10 @@ pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 from tcp_rules import benchmodels as bm  # noqa: E402
+from tcp_rules.codegen import compile_func  # noqa: E402
 from tcp_rules.interpret import evaluate  # noqa: E402
+from tcp_rules.optimize import OptOptions, optimize  # noqa: E402
+from tcp_rules.rules.library import load_standard_library  # noqa: E402
 
 GRAPHS = {g.name: g for g in bm.graphs(small=True)}
 
@@ -85,3 +88,15 @@ def test_unreadable_graph_is_skipped_with_the_importers_reason() -> None:
     report = {"repeats": 1, "threads": 1, "cpu": "x", "tolerance": bm.TOLERANCE,
               "graphs": [row]}
     assert "hardmax             skipped: import:" in bm.render(report)
+
+
+def test_onnx_attention_runs_as_three_kernels() -> None:
+    """ONNX's expanded Attention body scales q and k by sqrt(scale) before QK^T and reads K^T
+    through a reshape: matmul-const-left/right move the scale to the product (the softmax's
+    loop), reshape-transpose-last and the matmul's transposed packing read K in place, and the
+    last Reshape writes the result array: QK^T, softmax, PV."""
+    func, inputs = bm.prepare(GRAPHS["attention"])
+    opt = optimize(func, list(load_standard_library().rules), OptOptions(isolate=False)).func
+    assert bm.kernel_count(func) > 3 and bm.kernel_count(opt) == 3
+    got = compile_func(opt)(*inputs)
+    assert bm.outputs_mismatch(func, inputs, evaluate(func, inputs), got) is None

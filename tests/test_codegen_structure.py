@@ -455,3 +455,21 @@ def test_constant_operands_fold_into_their_readers(dt: DType) -> None:
     with np.errstate(all="ignore"):
         for got, want in zip(cf(*xs), evaluate(func, xs), strict=True):
             assert_same(got, want, "folded")
+
+
+def test_matmul_of_a_reshaped_transpose_reads_it_in_place() -> None:
+    """ONNX's multi-head QK^T: K [B, H, S, D] transposed over its last two axes, the heads
+    folded into the batch by a reshape that keeps those axes, is packed from K itself: one
+    kernel, bit for bit the matmul of the materialized transpose."""
+    f = tb.FuncBuilder("heads")
+    q, k = f.param("q", "f32[6, 5, 4]"), f.param("k", "f32[2, 3, 7, 4]")
+    kt = tb.reshape(tb.transpose(k, perm=[0, 1, 3, 2]), shape=[6, 4, 7])
+    f.ret(tb.matmul(q, kt))
+    cf = compile_func(f.finish())
+    assert [getattr(s.kernel, "b_t", None) for s in cf.steps] == [True]
+    rng = np.random.default_rng(12)
+    xq = rng.standard_normal((6, 5, 4)).astype(np.float32)
+    xk = rng.standard_normal((2, 3, 7, 4)).astype(np.float32)
+    plain = compile_func(_matmul_func(F32, True))
+    want = plain(xq, np.ascontiguousarray(np.swapaxes(xk, -1, -2).reshape(6, 4, 7)))
+    assert_same(cf(xq, xk)[0], want[0], "reshaped transpose")

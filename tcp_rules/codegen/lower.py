@@ -75,6 +75,9 @@ class Src:
     template: Template
     ops: int = 0
     const: Const | None = None
+    # A value that becomes a buffer only when one is asked for (buf_of): a reshape, so that a
+    # reshape only a matmul reads through never makes its operand materialize (matmul_bufs).
+    lazy: Callable[[], Src] | None = None
 
 
 class KB:
@@ -114,15 +117,15 @@ class KB:
         return Buffer(name, pb.dtype, tuple(self.size(d) for d in pb.dims))
 
     def step(self, name: str, value: Node, out: int, out_index: tuple[Affine, ...] | None,
-             operand_bufs: Callable[[Value], int]) -> Step:
+             operand_bufs: Callable[[Apply], tuple[int, int, bool]]) -> Step:
         """The step running this kernel; a matmul's operands become its first buffers."""
         b_t = False
         if self.matmul is not None:
             a, b = self.matmul.operands
             m, kk, n = (self.size(d) for d in (a.type.dims[-2], a.type.dims[-1],
                                                 b.type.dims[-1]))
-            a, b, b_t = matmul_sources(self.matmul)
-            pids = list(dict.fromkeys([operand_bufs(a), operand_bufs(b), *self.bufs]))
+            pa, pb, b_t = operand_bufs(self.matmul)
+            pids = list(dict.fromkeys([pa, pb, *self.bufs]))
             value = _rebuffer(value, {i: pids.index(p) for i, p in enumerate(self.bufs)})
             self.bufs = pids
         bufs = (*(self.buffer(p, f"in{i}") for i, p in enumerate(self.bufs)),
@@ -137,16 +140,30 @@ class KB:
         return Step(k, (*self.bufs, out), tuple(self.sizes))
 
 
-def matmul_sources(v: Apply) -> tuple[Value, Value, bool]:
-    """The tensors a matmul kernel reads for ``v``'s operands, and whether the second is read
-    transposed: a transpose of B's last two axes is folded into packing B (attention's QK^T,
-    ONNX's Gemm with transB), so it never runs as a kernel of its own."""
+def _swaps_last_two(v: Value) -> bool:
+    """Whether ``v`` is a transpose of its operand's last two axes."""
+    r = v.type.rank
+    return (isinstance(v, Apply) and v.op.name == "transpose"
+            and list(v.attr_map["perm"]) == [*range(r - 2), r - 1, r - 2])
+
+
+def matmul_sources(v: Apply) -> tuple[Value, Value, bool, tuple[Dim, ...] | None]:
+    """The tensors a matmul kernel reads for ``v``'s operands, whether the second is read
+    transposed, and the shape B's source is read as (None: its own). A transpose of B's last
+    two axes is folded into packing B (attention's QK^T, ONNX's Gemm with transB), so it never
+    runs as a kernel of its own; so is one under a reshape that keeps those two axes (ONNX's
+    multi-head K^T, its heads folded into the batch), B's source then read reshaped."""
     a, b = (Lowerer.tensor_of(o) for o in v.operands)
-    if isinstance(b, Apply) and b.op.name == "transpose":
-        r = b.type.rank
-        if list(b.attr_map["perm"]) == [*range(r - 2), r - 1, r - 2]:
-            return a, Lowerer.tensor_of(b.operands[0]), True
-    return a, b, False
+    if _swaps_last_two(b):
+        assert isinstance(b, Apply)
+        return a, Lowerer.tensor_of(b.operands[0]), True, None
+    if isinstance(b, Apply) and b.op.name == "reshape":
+        t = Lowerer.tensor_of(b.operands[0])
+        if _swaps_last_two(t) and t.type.dims[-2:] == b.type.dims[-2:]:
+            assert isinstance(t, Apply)
+            return a, Lowerer.tensor_of(t.operands[0]), True, (
+                *b.type.dims[:-2], b.type.dims[-1], b.type.dims[-2])
+    return a, b, False, None
 
 
 def _rebuffer(n: Node, remap: dict[int, int]) -> Node:
@@ -183,6 +200,7 @@ class Lowerer:
         self.src: dict[int, Src] = {}
         self.values: dict[int, Value] = {}
         self.count = 0
+        self.reshaped: dict[tuple[int, tuple[Dim, ...]], int] = {}  # views made for matmuls
 
     def run(self) -> Plan:
         for p in self.func.params:
@@ -195,6 +213,8 @@ class Lowerer:
                 self.src[id(v)] = self.lower(v)
         claimed: set[int] = set()  # buffers that are results' storage
         for r in self.func.results:
+            if self.src[id(r)].lazy is not None:
+                self.buf_of(r)
             s = self.src[id(r)]
             root = self._temp_root(s)
             if s.buf is not None and root is not None and root not in claimed:
@@ -227,7 +247,7 @@ class Lowerer:
         """The buffer holding ``v``, materializing it first if it is inline."""
         s = self.src[id(v)]
         if s.buf is None:
-            s = self.materialize(v, s)
+            s = s.lazy() if s.lazy is not None else self.materialize(v, s)
             self.src[id(v)] = s
         assert s.buf is not None
         return s.buf
@@ -251,7 +271,7 @@ class Lowerer:
             except _Refuse as r:
                 if self.src[id(r.value)].buf is not None:
                     raise AssertionError(f"{r.value} refused although materialized") from None
-                self.src[id(r.value)] = self.materialize(r.value, self.src[id(r.value)])
+                self.buf_of(r.value)
                 continue
             break
         else:
@@ -263,7 +283,7 @@ class Lowerer:
                               for i, a in enumerate(kb.identity))
         self.count += 1
         step = kb.step(f"{self.func.name}_{label}{self.count}", value, out, out_index,
-                       lambda o: self.buf_of(self.tensor_of(o)))
+                       self.matmul_bufs)
         step.value = v if label != "copy" else None
         self.plan.steps.append(step)
 
@@ -294,11 +314,18 @@ class Lowerer:
         if name in ("broadcast", "transpose", "slice"):
             return self.view(v)
         if name == "reshape":
-            base = self.buf_of(v.operands[0])
-            root = self.plan.buffers[base].base
-            pid = self.plan.add_buffer(PlanBuffer(dt, v.type.dims, "view",
-                                                  base=base if root is None else root))
-            return self._buffer_src(pid, dt)
+            def view() -> Src:
+                base = self.buf_of(v.operands[0])
+                root = self.plan.buffers[base].base
+                return self._buffer_src(self.plan.add_buffer(PlanBuffer(
+                    dt, v.type.dims, "view", base=base if root is None else root)), dt)
+
+            def tmpl(kb: KB, idx: Index) -> Node:
+                made = self.src[id(v)]  # (this Src may be a stale copy: read the current one)
+                if made.buf is None:
+                    raise _Refuse(v)  # read: make the view (lazy), then read it
+                return made.template(kb, idx)
+            return Src(None, tmpl, lazy=view)
         if name == "concat":
             return self.concat(v)
         if name == "gather":
@@ -313,8 +340,7 @@ class Lowerer:
             s = Src(None, lambda kb, idx: self.matmul_loop(kb, v, idx), ops)
             return s if self.inline_ok(v, ops) else self.materialize(v, s)
         if name in ("matmul", "load_matmul"):
-            for o in matmul_sources(v)[:2]:
-                self.buf_of(o)
+            self.matmul_bufs(v)
             s = Src(None, lambda kb, idx: self.acc(kb, v, idx), ops=1)
             return s if self.inline_ok(v, 1) else self.materialize(v, s)
         ops = 1 + sum(s.ops for s in srcs)
@@ -334,6 +360,20 @@ class Lowerer:
         with np.errstate(all="ignore"):  # inf and NaN fold as IEEE gives them
             got = v.op.reference(arrays, v.attr_map, v.type)
         return Const(v.type.dtype, _scalar(np.asarray(got).reshape(-1)[0].item(), v.type.dtype))
+
+    def matmul_bufs(self, v: Apply) -> tuple[int, int, bool]:
+        """The buffers a matmul kernel for ``v`` reads (matmul_sources), and whether it reads
+        B transposed; a source read reshaped gets a view of its buffer (made once)."""
+        a, b, b_t, shape = matmul_sources(v)
+        pa, pb = self.buf_of(a), self.buf_of(b)
+        if shape is not None:
+            key = (pb, shape)
+            if key not in self.reshaped:
+                root = self.plan.buffers[pb].base
+                self.reshaped[key] = self.plan.add_buffer(PlanBuffer(
+                    b.type.dtype, shape, "view", base=pb if root is None else root))
+            pb = self.reshaped[key]
+        return pa, pb, b_t
 
     @staticmethod
     def tensor_of(v: Value) -> Value:
