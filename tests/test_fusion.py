@@ -232,18 +232,20 @@ def test_a_library_call_stays_out_of_a_fused_body() -> None:
 
 
 def test_an_imported_linear_layers_bias_runs_in_its_matmul_epilogue() -> None:
-    """ONNX's MatMul on [batch, seq, features] imports as reshape(matmul(reshape(x), w)) and
-    its bias add follows the reshape: binary-reshape moves the add to the matmul's side of
-    the reshape, where reshape-broadcast makes the bias a plain broadcast (no copy), so each
-    layer is one matmul kernel with bias and activation as its epilogue."""
-    text = """func ff(x: f32[2, 8, 16], w: f32[16, 32], b: f32[32], w2: f32[32, 8]) -> f32[16, 8] {
+    """ONNX's MatMul on [batch, seq, features] imports as reshape(matmul(reshape(x), w)), and
+    its bias add and a residual add (h + ff(h)) follow the reshape: binary-reshape(-right)
+    move them to the matmul's side of it, where reshape-broadcast makes the bias a plain
+    broadcast (no copy); each layer is one matmul kernel with its epilogue, and the last
+    reshape writes the result array."""
+    text = """func ff(x: f32[2, 8, 16], w: f32[16, 32], b: f32[32], w2: f32[32, 16])
+      -> f32[2, 8, 16] {
       h = add(reshape(matmul(reshape(x, shape=[16, 16]), w), shape=[2, 8, 32]),
               broadcast(b, shape=[2, 8, 32], dims=[2]))
       r = max(h, 0.0)
-      return matmul(reshape(r, shape=[16, 32]), w2)
+      return add(x, reshape(matmul(reshape(r, shape=[16, 32]), w2), shape=[2, 8, 16]))
     }"""
     f = func(text)
-    new = {"reshape-broadcast", "binary-reshape"}
+    new = {"reshape-broadcast", "binary-reshape", "binary-reshape-right"}
     without = [r for r in STD if r.name.split(".")[0] not in new]
     assert len(without) < len(STD)
     counts = []
