@@ -21,9 +21,9 @@ IEEE specials as the reference (ops/linalg.py ``matmul_reference``): a fused mul
 rounds its product, so a product that overflows would give a finite or infinite sum where the
 reference's rounded product gives inf or NaN. Packing records each B panel's largest magnitude
 (after the panels in the packed buffer) and each A block's (while packing it, or in a pass of
-its own); a tile whose two maxima multiply to
-inf runs a K loop of rounded products and adds instead (never on finite data that cannot
-overflow: measured at the noise level on 256^3 and 1024^3). Targets without FMA always do.
+its own); a tile whose two maxima multiply to inf runs a K loop of rounded products and adds
+instead (never on finite data that cannot overflow: measured at the noise level on 256^3 and
+1024^3). Targets without FMA always do.
 
 Symbols: ``<sym>_pack(b, packed, sizes, lo, hi)`` packs panels [lo, hi) of every batch;
 ``<sym>(a, b, ..., out, packed, a_scratch, sizes, lo, hi)`` computes rows [lo, hi).
