@@ -61,9 +61,10 @@ class _Refuse(Exception):
         self.value = value
 
 
-# Ops folded where every operand is a constant: IEEE's correctly rounded ones, which NumPy's
-# reference and the compiled code compute alike (algebra's div-const leaves div(1.0, c)).
-FOLDED = frozenset({"add", "sub", "mul", "div", "neg", "abs", "sqrt"})
+# Ops folded where every operand is a constant: IEEE's correctly rounded ones (rsqrt is 1 /
+# sqrt(x) in both), which NumPy's reference and the compiled code compute alike (algebra's
+# div-const leaves div(1.0, c), rsqrt-def rsqrt(c)).
+FOLDED = frozenset({"add", "sub", "mul", "div", "neg", "abs", "sqrt", "rsqrt"})
 
 
 @dataclass
