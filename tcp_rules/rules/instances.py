@@ -159,13 +159,14 @@ class Enumerator:
 
     # tensor variables -----------------------------------------------------------------------
 
-    def candidates(self, name: str, parent: POp | None, siblings: Sequence[Operand]) -> list[
-            TensorType]:
-        """Types worth trying for a new tensor variable at the next operand of ``parent``."""
-        hint = self.sibling_hint(parent, len(siblings), siblings)
+    def candidates(self, name: str, parent: POp | None, siblings: Sequence[Operand | None],
+                   index: int) -> list[TensorType]:
+        """Types worth trying for a new tensor variable at operand ``index`` of ``parent``
+        (``siblings``: its operands made so far, None where not yet)."""
+        hint = self.sibling_hint(parent, index, siblings)
         if hint is not None:
             return hint
-        ok = feasible(parent.op, min(len(siblings), len(parent.op.operands) - 1)) \
+        ok = feasible(parent.op, min(index, len(parent.op.operands) - 1)) \
             if parent is not None and parent.op.operands else None
         out: list[TensorType] = []
         stem = name.upper()
@@ -187,7 +188,7 @@ class Enumerator:
             yield from self.dim_choices(stem, rank, [*prefix, d])
 
     def sibling_hint(self, parent: POp | None, index: int,
-                     siblings: Sequence[Operand]) -> list[TensorType] | None:
+                     siblings: Sequence[Operand | None]) -> list[TensorType] | None:
         """Elementwise operands share a shape (and usually a dtype): take a known sibling's."""
         if parent is None or not parent.op.traits.elementwise:
             return None
@@ -219,15 +220,15 @@ class Enumerator:
 
     # generation -----------------------------------------------------------------------------
 
-    def gen(self, p: Pattern, parent: POp | None, siblings: Sequence[Operand]) -> Iterator[
-            Operand]:
+    def gen(self, p: Pattern, parent: POp | None, siblings: Sequence[Operand | None],
+            index: int = 0) -> Iterator[Operand]:
         match p:
             case PLit(value=v):
                 yield Literal(v)
             case PVar(name=n) if n in self.env.tensors:
                 yield self.env.tensors[n]
             case PVar(name=n):
-                for t in self.candidates(n, parent, siblings):
+                for t in self.candidates(n, parent, siblings, index):
                     for const in (CONST_VALUES if n in self.consts else (None,)):
                         try:
                             new = self.bind_tensor(n, t, const)
@@ -240,16 +241,22 @@ class Enumerator:
             case POp():
                 yield from self.gen_op(p)
 
-    def gen_args(self, p: POp, done: list[Operand]) -> Iterator[list[Operand]]:
-        if len(done) == len(p.args):
-            yield done
+    def gen_args(self, p: POp, done: list[Operand | None]) -> Iterator[list[Operand]]:
+        """Every assignment of ``p``'s operands, made in ``_order``: an elementwise op's
+        operands that are ops come first, so that its variables take their shape (f(y,
+        reshape(x, shape=s)) would otherwise try every y against every reshape)."""
+        order = _order(p)
+        made = sum(d is not None for d in done)
+        if made == len(p.args):
+            yield [d for d in done if d is not None]
             return
-        for v in self.gen(p.args[len(done)], p, done):
-            yield from self.gen_args(p, [*done, v])
+        i = order[made]
+        for v in self.gen(p.args[i], p, done, i):
+            yield from self.gen_args(p, [*done[:i], v, *done[i + 1:]])
 
     def gen_op(self, p: POp) -> Iterator[Value]:
         defaults = {a.name: a.default for a in p.op.attrs}
-        for args in self.gen_args(p, []):
+        for args in self.gen_args(p, [None] * len(p.args)):
             types = None if any(isinstance(a, Literal) for a in args) else [
                 a.type for a in args if isinstance(a, Value)]
             for attrs, new in self.attr_choices(p, args):
@@ -305,3 +312,12 @@ class Enumerator:
             else:
                 for n in new:
                     del self.env.attrs[n]
+
+
+def _order(p: POp) -> list[int]:
+    """The order ``gen_args`` makes ``p``'s operands in (see there)."""
+    n = range(len(p.args))
+    if not p.op.traits.elementwise:
+        return list(n)
+    return [*(i for i in n if isinstance(p.args[i], POp)),
+            *(i for i in n if not isinstance(p.args[i], POp))]
