@@ -10,6 +10,7 @@ from codegen.support import (  # noqa: F401
     assert_same,
     edge_values,
     fuse_everything,
+    overflow_patterns,
     tcpr_cache,
 )
 from hypothesis import given, settings
@@ -342,17 +343,6 @@ def test_matmul_batched_specials_and_epilogue() -> None:
     assert_close_to_reference([got], func, [xa, xb], "batched")
 
 
-def _overflow_patterns(dt: DType) -> list[tuple[list[float], list[float]] | None]:
-    """Two values of k of a row of A and a column of B whose fused sum differs from the
-    rounded one (inf * 1 + 2 * -big: NaN in the reference; -big + root * root: inf), then None
-    (finite data only); for integers None alone."""
-    if not dt.is_float:
-        return [None]
-    big = float(np.finfo(dt.np_dtype).max) * 0.9
-    root = float(np.sqrt(np.finfo(dt.np_dtype).max)) * 1.1  # root**2 overflows, barely
-    return [([np.inf, 2.0], [1.0, -big]), ([-big, root], [1.0, root]), None]
-
-
 @pytest.mark.parametrize("dt", [F32, F64, I32])
 @pytest.mark.parametrize(("batch", "m", "k", "n"), [(0, 7, 13, 33), (0, 17, 64, 40),
                                                     (0, 33, 37, 64), (0, 5, 3, 1), (3, 9, 20, 35)])
@@ -375,7 +365,7 @@ def test_matmul_of_a_transpose_reads_it_in_place(dt: DType, batch: int, m: int, 
     rng = np.random.default_rng(11)
     plain = compile_func(_matmul_func(dt, bool(batch)))
     # (an inf in A makes every tile of its block take the rounded products: one pattern a run)
-    for pattern in _overflow_patterns(dt):
+    for pattern in overflow_patterns(dt):
         xa = (rng.standard_normal((*lead, m, k)) * 8).astype(dt.np_dtype)
         xbt = (rng.standard_normal((*lead, n, k)) * 8).astype(dt.np_dtype)
         if pattern is not None:
@@ -418,7 +408,7 @@ def test_narrow_matmul_reads_a_in_place(dt: DType, batch: int, m: int, k: int,
     assert packs_a(packing.steps[0].kernel)
     lead = (batch,) if batch else ()
     rng = np.random.default_rng(m * k + n)
-    for pattern in _overflow_patterns(dt):
+    for pattern in overflow_patterns(dt):
         xa = (rng.standard_normal((*lead, m, k)) * 8).astype(dt.np_dtype)
         xb = (rng.standard_normal((*lead, k, n)) * 8).astype(dt.np_dtype)
         if pattern is not None:

@@ -221,12 +221,35 @@ class Kernel:
 
 
 @dataclass(frozen=True)
+class Strided:
+    """Where a matmul operand's elements lie in its buffer, when not as a contiguous
+    ``[batch,] rows, columns`` array: element (b, i, j) is at ``batch offset(b) + i * rows + j``,
+    the batch offset the sum over ``batch``'s (size, stride) sub-axes (outermost first) of the
+    sub-axis' digit of b times its stride. Multi-head attention's heads split out of a
+    ``[tokens, heads * width]`` projection read this way, with no transpose kernel."""
+
+    batch: tuple[tuple[int, int], ...]
+    rows: int
+
+    def span(self, rows: int, cols: int) -> int:
+        """One past the largest offset read for ``rows`` x ``cols`` per batch."""
+        return (sum((s - 1) * t for s, t in self.batch) + (rows - 1) * self.rows + cols
+                if rows and cols else 0)
+
+    def __str__(self) -> str:
+        subs = " ".join(f"{s}:{t}" for s, t in self.batch)
+        return f"strided(batch {subs or '-'}, rows {self.rows})"
+
+
+@dataclass(frozen=True)
 class MatmulKernel:
     """``out[b, i, j] = epilogue(sum_k a[b, i, k] * b[b, k, j])`` (rank 2 without ``b``), or
     ``b[b, j, k]`` with ``b_t``.
 
     Buffers: a, b, then any inputs the epilogue loads (through maps over d0..), then the output.
-    The epilogue is a scalar body in which :class:`Acc` stands for the product.
+    The epilogue is a scalar body in which :class:`Acc` stands for the product. ``a_at`` and
+    ``b_at`` (static sizes only) say where a strided operand lies in its buffer, which then has
+    the shape of the tensor beneath the view.
     """
 
     name: str
@@ -238,6 +261,8 @@ class MatmulKernel:
     n: Size
     epilogue: Node
     b_t: bool = False  # b is stored transposed, [batch,] n, k (a transpose folded into packing)
+    a_at: Strided | None = None
+    b_at: Strided | None = None  # as stored: [batch,] n, k rows with b_t
 
     @property
     def output(self) -> Buffer:
@@ -362,7 +387,8 @@ def kernel_text(k: AnyKernel) -> str:
         lines.append(f"  b{len(k.buffers) - 1}[{out}] = {root}")
     else:
         head = (f"matmul({bufs}) sizes({', '.join(k.sizes)}) batched={k.batched} "
-                f"m={k.m} k={k.k} n={k.n}{' b_t' if k.b_t else ''}")
+                f"m={k.m} k={k.k} n={k.n}{' b_t' if k.b_t else ''}"
+                f"{f' a {k.a_at}' if k.a_at else ''}{f' b {k.b_at}' if k.b_at else ''}")
         root = node_lines(k.epilogue, names, lines)
         lines.append(f"  out = {root}")
     return "\n".join([head, *lines]) + "\n"

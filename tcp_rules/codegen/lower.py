@@ -37,9 +37,11 @@ from tcp_rules.codegen.kernel import (
     Op,
     Reduce,
     Size,
+    Strided,
 )
 from tcp_rules.codegen.padding import pad_reader
 from tcp_rules.codegen.plan import Plan, PlanBuffer, Step
+from tcp_rules.codegen.strides import operand_layout
 from tcp_rules.ir import Apply, Func, Value
 from tcp_rules.ops.fusion import broadcast_hoists
 from tcp_rules.ops.movement import literal_array
@@ -118,15 +120,14 @@ class KB:
         return Buffer(name, pb.dtype, tuple(self.size(d) for d in pb.dims))
 
     def step(self, name: str, value: Node, out: int, out_index: tuple[Affine, ...] | None,
-             operand_bufs: Callable[[Apply], tuple[int, int, bool]]) -> Step:
+             operand_bufs: Callable[[Apply], OperandBufs]) -> Step:
         """The step running this kernel; a matmul's operands become its first buffers."""
-        b_t = False
         if self.matmul is not None:
             a, b = self.matmul.operands
             m, kk, n = (self.size(d) for d in (a.type.dims[-2], a.type.dims[-1],
                                                 b.type.dims[-1]))
-            pa, pb, b_t = operand_bufs(self.matmul)
-            pids = list(dict.fromkeys([pa, pb, *self.bufs]))
+            ob = operand_bufs(self.matmul)
+            pids = list(dict.fromkeys([ob.a, ob.b, *self.bufs]))
             value = _rebuffer(value, {i: pids.index(p) for i, p in enumerate(self.bufs)})
             self.bufs = pids
         bufs = (*(self.buffer(p, f"in{i}") for i, p in enumerate(self.bufs)),
@@ -134,7 +135,8 @@ class KB:
         k: Kernel | MatmulKernel
         if self.matmul is not None:
             k = MatmulKernel(name, bufs, tuple(self.sizes.values()),
-                             self.matmul.type.rank == 3, m, kk, n, value, b_t)
+                             self.matmul.type.rank == 3, m, kk, n, value, ob.b_t, ob.a_at,
+                             ob.b_at)
         else:
             dom = tuple(self.size(d) for d in self.domain)
             k = Kernel(name, bufs, tuple(self.sizes.values()), dom, value, out_index)
@@ -148,23 +150,53 @@ def _swaps_last_two(v: Value) -> bool:
             and list(v.attr_map["perm"]) == [*range(r - 2), r - 1, r - 2])
 
 
-def matmul_sources(v: Apply) -> tuple[Value, Value, bool, tuple[Dim, ...] | None]:
-    """The tensors a matmul kernel reads for ``v``'s operands, whether the second is read
-    transposed, and the shape B's source is read as (None: its own). A transpose of B's last
-    two axes is folded into packing B (attention's QK^T, ONNX's Gemm with transB), so it never
-    runs as a kernel of its own; so is one under a reshape that keeps those two axes (ONNX's
-    multi-head K^T, its heads folded into the batch), B's source then read reshaped."""
+@dataclass(frozen=True)
+class Sources:
+    """What a matmul kernel reads for its operands (:func:`matmul_sources`)."""
+
+    a: Value
+    b: Value
+    b_t: bool = False  # B read transposed from b, stored [batch,] n, k
+    b_shape: tuple[Dim, ...] | None = None  # the shape b is read as (None: its own)
+    a_at: Strided | None = None  # where a strided operand lies in the tensor given
+    b_at: Strided | None = None
+
+
+@dataclass(frozen=True)
+class OperandBufs:
+    """The buffers of a matmul kernel's operands and how it reads them."""
+
+    a: int
+    b: int
+    b_t: bool
+    a_at: Strided | None
+    b_at: Strided | None
+
+
+def matmul_sources(v: Apply) -> Sources:
+    """The tensors a matmul kernel reads for ``v``'s operands. A transpose of B's last two axes
+    is folded into packing B (attention's QK^T, ONNX's Gemm with transB), so it never runs as a
+    kernel of its own; so is one under a reshape that keeps those two axes (ONNX's multi-head
+    K^T, its heads folded into the batch), B's source then read reshaped. Other reshapes and
+    transposes of a stored tensor (heads split out of a projection) are read in place with
+    strides (strides.operand_layout)."""
     a, b = (Lowerer.tensor_of(o) for o in v.operands)
+    a_at = None
+    if (got := operand_layout(a)) is not None:
+        a, a_at = got
     if _swaps_last_two(b):
         assert isinstance(b, Apply)
-        return a, Lowerer.tensor_of(b.operands[0]), True, None
+        return Sources(a, Lowerer.tensor_of(b.operands[0]), True, a_at=a_at)
     if isinstance(b, Apply) and b.op.name == "reshape":
         t = Lowerer.tensor_of(b.operands[0])
         if _swaps_last_two(t) and t.type.dims[-2:] == b.type.dims[-2:]:
             assert isinstance(t, Apply)
-            return a, Lowerer.tensor_of(t.operands[0]), True, (
-                *b.type.dims[:-2], b.type.dims[-1], b.type.dims[-2])
-    return a, b, False, None
+            return Sources(a, Lowerer.tensor_of(t.operands[0]), True, (
+                *b.type.dims[:-2], b.type.dims[-1], b.type.dims[-2]), a_at)
+    for b_t in (False, True):
+        if (got := operand_layout(b, transposed=b_t)) is not None:
+            return Sources(a, got[0], b_t, a_at=a_at, b_at=got[1])
+    return Sources(a, b, a_at=a_at)
 
 
 def _rebuffer(n: Node, remap: dict[int, int]) -> Node:
@@ -362,19 +394,19 @@ class Lowerer:
             got = v.op.reference(arrays, v.attr_map, v.type)
         return Const(v.type.dtype, _scalar(np.asarray(got).reshape(-1)[0].item(), v.type.dtype))
 
-    def matmul_bufs(self, v: Apply) -> tuple[int, int, bool]:
-        """The buffers a matmul kernel for ``v`` reads (matmul_sources), and whether it reads
-        B transposed; a source read reshaped gets a view of its buffer (made once)."""
-        a, b, b_t, shape = matmul_sources(v)
-        pa, pb = self.buf_of(a), self.buf_of(b)
-        if shape is not None:
-            key = (pb, shape)
+    def matmul_bufs(self, v: Apply) -> OperandBufs:
+        """The buffers a matmul kernel for ``v`` reads (matmul_sources); a source read
+        reshaped gets a view of its buffer (made once)."""
+        src = matmul_sources(v)
+        pa, pb = self.buf_of(src.a), self.buf_of(src.b)
+        if src.b_shape is not None:
+            key = (pb, src.b_shape)
             if key not in self.reshaped:
                 root = self.plan.buffers[pb].base
                 self.reshaped[key] = self.plan.add_buffer(PlanBuffer(
-                    b.type.dtype, shape, "view", base=pb if root is None else root))
+                    src.b.type.dtype, src.b_shape, "view", base=pb if root is None else root))
             pb = self.reshaped[key]
-        return pa, pb, b_t
+        return OperandBufs(pa, pb, src.b_t, src.a_at, src.b_at)
 
     @staticmethod
     def tensor_of(v: Value) -> Value:

@@ -40,7 +40,7 @@ from tcp_rules.codegen import jit
 from tcp_rules.codegen.emit import KernelError
 from tcp_rules.codegen.epilogue import Epilogue, f_min
 from tcp_rules.codegen.irbase import I32, I64, IR, PTR, VOID, mem_type
-from tcp_rules.codegen.kernel import MATMUL_DTYPES, MatmulKernel, Size
+from tcp_rules.codegen.kernel import MATMUL_DTYPES, MatmulKernel, Size, Strided
 from tcp_rules.codegen.storage import store_value
 from tcp_rules.types import DType
 
@@ -140,6 +140,22 @@ class _Fn:
         return lambda s: self.c64(s) if isinstance(s, int) else vals[s]
 
 
+def batch_offset(f: _Fn, bi: ir.Value, at: Strided | None, contiguous: ir.Value
+                 ) -> ir.Value:
+    """Where batch ``bi`` of an operand starts: ``bi * contiguous`` (its elements per batch),
+    or the sum of the digits of bi over a strided layout's batch sub-axes times their strides."""
+    b = f.b
+    if at is None:
+        return b.mul(bi, contiguous)
+    off: ir.Value = f.c64(0)
+    inner = 1
+    for size, stride in reversed(at.batch):
+        digit = b.urem(b.udiv(bi, f.c64(inner)), f.c64(size))
+        off = b.add(off, b.mul(digit, f.c64(stride)))
+        inner *= size
+    return off
+
+
 def emit_matmul(module: ir.Module, k: MatmulKernel, sym: str) -> None:
     """Add ``sym`` and ``sym_pack`` for matmul kernel ``k`` to ``module``."""
     if k.buffers[0].dtype not in MATMUL_DTYPES:
@@ -159,6 +175,7 @@ def _emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> None:
     ty = mem_type(dt)
     npan = b.sdiv(b.add(n, f.c64(nr - 1)), f.c64(nr))
     tail = b.mul(b.mul(batch, npan), b.mul(kk, f.c64(nr)))  # then one max |b| per panel
+    ld = f.c64(k.b_at.rows) if k.b_at is not None else (kk if k.b_t else n)  # source rows
     mx = f._alloca(ty, "bmax")
     row_ty = ir.VectorType(ty, nr)
     vmx = f._alloca(row_ty, "bmax.v")  # NR independent maxima: no serial chain per element
@@ -184,13 +201,15 @@ def _emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> None:
             b.store(ir.Constant(ty, 0), mx)
             b.store(ir.Constant(row_ty, None), vmx)
             full = b.icmp_signed("==", width, f.c64(nr))
+            start = batch_offset(f, bi, k.b_at, b.mul(kk, n))
             if k.b_t:
-                _pack_transposed(f, k, (src, dst, mx, vmx), (kk, n, bi, j0, width, dst0), full)
+                row0 = b.add(start, b.mul(j0, ld))  # the panel's first source row
+                _pack_transposed(f, k, (src, dst, mx, vmx), (kk, ld, row0, width, dst0), full)
                 finish(bi, p)
                 return
 
             def per_k(r: ir.Value) -> None:
-                s_row = b.add(b.mul(b.add(b.mul(bi, kk), r), n), j0)
+                s_row = b.add(b.add(start, b.mul(r, ld)), j0)
                 d_row = b.add(dst0, b.mul(r, f.c64(nr)))
                 with b.if_else(full) as (whole, part):
                     with whole:
@@ -216,29 +235,29 @@ def _emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> None:
 def _pack_transposed(f: _Fn, k: MatmulKernel, ptrs: tuple[ir.Value, ...],
                      dims: tuple[ir.Value, ...], full: ir.Value) -> None:
     """One panel of B from its transpose ``[batch,] n, k``: columns j0.. of B are rows of the
-    source. A full panel goes G rows at a time: VF values of k from each, transposed to [k][G]
-    in registers (as matmul packs A) and stored as G-wide pieces of the panel's k rows; the
-    last K % VF values, and a last panel narrower than NR, go one element at a time."""
+    source (``ld`` apart, the first at ``row0``). A full panel goes G rows at a time: VF values
+    of k from each, transposed to [k][G] in registers (as matmul packs A) and stored as G-wide
+    pieces of the panel's k rows; the last K % VF values, and a last panel narrower than NR,
+    go one element at a time."""
     src, dst, mx, vmx = ptrs
-    kk, n, bi, j0, width, dst0 = dims
+    kk, ld, row0, width, dst0 = dims
     b, e = f.b, f.e
     dt = k.buffers[0].dtype
     _, nr, vf = tile_shape(dt)
     g = min(8, nr)
     ty = mem_type(dt)
     vt = ir.VectorType(ty, vf)
-    row0 = b.mul(b.add(b.mul(bi, n), j0), kk)  # the panel's first source row
     whole = b.mul(b.sdiv(kk, f.c64(vf)), f.c64(vf))
     order = [r * vf + t for t in range(vf) for r in range(g)]
 
     def copy(jj: ir.Value, r: ir.Value) -> None:
-        x = e.load(ty, e.gep(ty, src, b.add(row0, b.add(b.mul(jj, kk), r))))
+        x = e.load(ty, e.gep(ty, src, b.add(row0, b.add(b.mul(jj, ld), r))))
         b.store(x, e.gep(ty, dst, b.add(dst0, b.add(b.mul(r, f.c64(nr)), jj))))
         if dt.is_float:
             b.store(bigger(e, b.load(mx), x), mx)
 
     def chunk(g0: int, kv: ir.Value) -> None:
-        rows = [e.load(vt, e.gep(ty, src, b.add(row0, b.add(b.mul(f.c64(g0 + r), kk), kv))),
+        rows = [e.load(vt, e.gep(ty, src, b.add(row0, b.add(b.mul(f.c64(g0 + r), ld), kv))),
                        align=dt.itemsize) for r in range(g)]
         flat = _concat(b, rows)
         tr = b.shuffle_vector(flat, ir.Constant(flat.type, None),
@@ -317,6 +336,13 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
     lane_ids = ir.Constant(ir.VectorType(I64, vf), list(range(vf)))
     is_float = dt.is_float
     direct = not packs_a(k)
+    lda = f.c64(k.a_at.rows) if k.a_at is not None else kk  # A's row stride
+
+    def a_rows(bi: ir.Value, first: ir.Value, last_row: ir.Value) -> list[ir.Value]:
+        """Pointers to the MR rows of A from ``first`` on; rows past ``last_row`` repeat it."""
+        base = batch_offset(f, bi, k.a_at, b.mul(m, kk))
+        return [e.gep(el, bufs[0], b.add(base, b.mul(
+            f_min(e, b.add(first, f.c64(r)), last_row), lda))) for r in range(mr)]
 
     amax = f._alloca(el, "amax")
     vmax = f._alloca(vt, "amax.v")
@@ -327,7 +353,6 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
         """Rows [ic, ic_end) of A into [tile][k][MR]: each k's MR values are adjacent, and
         rows 4 KiB apart no longer collide in the cache. Missing rows repeat the last one.
         Records the block's largest magnitude (NaNs ignored) in ``amax``."""
-        a_base = b.mul(bi, b.mul(m, kk))
         last_row = b.sub(ic_end, f.c64(1))
         b.store(ir.Constant(el, 0), amax)
 
@@ -354,9 +379,7 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
                 b.store(m, vmax)
 
         def per_tile(t: ir.Value) -> None:
-            first = b.add(ic, b.mul(t, f.c64(mr)))
-            srcs = [e.gep(el, bufs[0], b.add(a_base, b.mul(
-                f_min(e, b.add(first, f.c64(r)), last_row), kk))) for r in range(mr)]
+            srcs = a_rows(bi, b.add(ic, b.mul(t, f.c64(mr))), last_row)
             dst = e.gep(el, apack, b.mul(t, b.mul(kk, f.c64(mr))))
             whole = b.mul(b.sdiv(kk, f.c64(vf)), f.c64(vf))
             b.store(ir.Constant(vt, None), vmax)
@@ -370,13 +393,22 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
         f.loop(f.c64(0), tiles, 1, per_tile, "pt")
 
     def block_max(bi: ir.Value, ic: ir.Value, ic_end: ir.Value) -> None:
-        """The largest magnitude (NaNs ignored) of rows [ic, ic_end) of A, which are
-        contiguous, into ``amax``: VF independent lanes, then the tail one by one."""
-        start = b.add(b.mul(bi, b.mul(m, kk)), b.mul(ic, kk))
-        count = b.mul(b.sub(ic_end, ic), kk)
-        whole = b.mul(b.sdiv(count, f.c64(vf)), f.c64(vf))
+        """The largest magnitude (NaNs ignored) of rows [ic, ic_end) of A into ``amax``: VF
+        independent lanes, then the tail one by one; in one run where the rows are
+        contiguous, else row by row."""
         b.store(ir.Constant(vt, None), vmax)
         b.store(ir.Constant(el, 0), amax)
+        base = batch_offset(f, bi, k.a_at, b.mul(m, kk))
+        if k.a_at is None:
+            run(b.add(base, b.mul(ic, kk)), b.mul(b.sub(ic_end, ic), kk))
+        else:
+            f.loop(ic, ic_end, 1, lambda i: run(b.add(base, b.mul(i, lda)), kk), "amr")
+        lanes = e.intrinsic("vector.reduce.fmax", [b.load(vmax)], ret=el)
+        b.store(bigger(e, b.load(amax), lanes), amax)
+
+    def run(start: ir.Value, count: ir.Value) -> None:
+        """The largest magnitude of ``count`` elements of A from ``start`` into the maxima."""
+        whole = b.mul(b.sdiv(count, f.c64(vf)), f.c64(vf))
 
         def vec(i: ir.Value) -> None:
             x = e.load(vt, e.gep(el, bufs[0], b.add(start, i)), align=dt.itemsize)
@@ -387,8 +419,6 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
             b.store(bigger(e, b.load(amax), x), amax)
         f.loop(f.c64(0), whole, vf, vec, "amv")
         f.loop(whole, count, 1, one, "am1")
-        lanes = e.intrinsic("vector.reduce.fmax", [b.load(vmax)], ret=el)
-        b.store(bigger(e, b.load(amax), lanes), amax)
 
     def k_loop(ap: ir.Value | list[ir.Value], bp: ir.Value, fuse: bool
                ) -> tuple[ir.Block, list[ir.Value]]:
@@ -440,10 +470,7 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
              risky: ir.Value | None) -> None:
         ap: ir.Value | list[ir.Value]
         if direct:  # rows past the end repeat the last one, as packing does
-            a_base = b.mul(bi, b.mul(m, kk))
-            last_row = b.sub(b.add(i0, rows), f.c64(1))
-            ap = [e.gep(el, bufs[0], b.add(a_base, b.mul(
-                f_min(e, b.add(i0, f.c64(r)), last_row), kk))) for r in range(mr)]
+            ap = a_rows(bi, i0, b.sub(b.add(i0, rows), f.c64(1)))
         else:
             ap = e.gep(el, apack, b.mul(b.sdiv(b.sub(i0, ic), f.c64(mr)),
                                         b.mul(kk, f.c64(mr))))

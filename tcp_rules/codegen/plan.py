@@ -24,6 +24,7 @@ from tcp_rules.codegen.kernel import (
     PadIndex,
     Reduce,
     Size,
+    Strided,
     children,
 )
 from tcp_rules.diagnostics import TcpError
@@ -208,6 +209,12 @@ def _check_matmul(k: MatmulKernel, shapes: list[tuple[int, ...]], sizes: Mapping
     a, b, out = shapes[0], shapes[1], shapes[-1]
     m, kk, n = (_size(s, sizes) for s in (k.m, k.k, k.n))
     lead = (out[0],) if k.batched else ()
-    if a != (*lead, m, kk) or b != (*lead, *((n, kk) if k.b_t else (kk, n))) or \
-            out != (*lead, m, n):
+    b_rows = (n, kk) if k.b_t else (kk, n)
+
+    def fits(shape: tuple[int, ...], at: Strided | None, rows: tuple[int, int]) -> bool:
+        if at is None:
+            return shape == (*lead, *rows)
+        count = int(np.prod([s for s, _ in at.batch], dtype=np.int64))
+        return count == (lead[0] if lead else 1) and at.span(*rows) <= int(np.prod(shape))
+    if not fits(a, k.a_at, (m, kk)) or not fits(b, k.b_at, b_rows) or out != (*lead, m, n):
         raise fail(f"matmul shapes {list(a)} @ {list(b)} -> {list(out)} do not agree")

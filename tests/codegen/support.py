@@ -157,3 +157,14 @@ def skip_unless_target_has(*features: str) -> None:
     missing = [f for f in features if not t.has(f)]
     if missing:
         pytest.skip(f"needs {', '.join(missing)}, which target {t.name} ({t.cpu}) lacks")
+
+
+def overflow_patterns(dt: DType) -> list[tuple[list[float], list[float]] | None]:
+    """Two values of k of a row of A and a column of B whose fused sum differs from the
+    rounded one (inf * 1 + 2 * -big: NaN in the reference; -big + root * root: inf), then None
+    (finite data only); for integers None alone."""
+    if not dt.is_float:
+        return [None]
+    big = float(np.finfo(dt.np_dtype).max) * 0.9
+    root = float(np.sqrt(np.finfo(dt.np_dtype).max)) * 1.1  # root**2 overflows, barely
+    return [([np.inf, 2.0], [1.0, -big]), ([-big, root], [1.0, root]), None]
