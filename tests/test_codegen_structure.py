@@ -68,6 +68,35 @@ def test_reduction_special_values(op: str) -> None:
     assert_same(got, ref, op)
 
 
+@pytest.mark.parametrize("dt", [F32, F64])
+@pytest.mark.parametrize("op", ["reduce_max", "reduce_min"])
+def test_row_max_and_min_of_zeros_keep_their_sign(dt: DType, op: str) -> None:
+    """A row's float max/min first runs with either zero allowed as a zero result (fewer
+    instructions a vector) and again, exactly, when its result is a zero: +0.0 beats -0.0
+    for max (-0.0 for min) wherever the two sit, in the vector part of the row or its tail;
+    NaN anywhere wins; rows that are not all zeros come out the same either way."""
+    n, sign = 301, 1.0 if op == "reduce_max" else -1.0
+    rng = np.random.default_rng(5)
+    rows = []
+    for a, b in ((0, 1), (1, 0), (17, 290), (290, 17), (299, 300), (64, 65)):
+        row = -sign * rng.uniform(1.0, 2.0, n)  # all below the zeros (above them for min)
+        row[a], row[b] = sign * 0.0, -sign * 0.0  # the wanted zero first, then the other
+        rows.append(row)
+        rows.append(np.where(np.arange(n) == b, -sign * 0.0, row))  # only the other zero
+    rows.append(np.full(n, -sign * 0.0))
+    for at in (3, 160, 300):
+        row = -sign * rng.uniform(1.0, 2.0, n)
+        row[at] = np.nan
+        rows.append(row)
+    rows.append(np.full(n, -sign * np.inf))
+    rows.append(rng.standard_normal(n))
+    x = np.array(rows, dtype=dt.np_dtype)[None]
+    func = reduce_func(op, dt, [2], False)
+    (got,) = compile_func(func)(x)
+    (ref,) = evaluate(func, [x])
+    assert_same(got, ref, op)
+
+
 def test_empty_reductions() -> None:
     for op in ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod"):
         for dt in (F32, I32):

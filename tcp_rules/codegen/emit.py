@@ -16,7 +16,9 @@ several vector accumulators) -- an approximate transformation, as NumPy's pairwi
 f32 sums add blocks of F32_SUM_BLOCK terms in f32 and the block sums in f64; f64 sums add blocks
 of F64_SUM_BLOCK terms. max/min use
 ``llvm.maximum``/``llvm.minimum``: NaN propagates, and -0.0 counts as below +0.0 whatever the
-order, as the reference defines reduce_max/reduce_min (ops/linalg.py): the same bits.
+order, as the reference defines reduce_max/reduce_min (ops/linalg.py): the same bits. A row's
+float max/min runs first with ``nsz`` (x86: three instructions a vector, not seven; softmax's
+max pass) and again exactly when its result is a zero, the only result ``nsz`` may change.
 Kernels that read an input transposed iterate their last two axes in TILE x TILE blocks.
 f32 exps in innermost loops take mathlib's fast path (no clamps, no two-step scaling) and record
 their largest argument; a loop that saw one beyond the fast path runs again with the full path
@@ -384,6 +386,11 @@ class KernelEmitter(BodyEmitter):
         # f32 terms are summed in f32 within blocks, and the block sums in f64 (F32_SUM_BLOCK)
         block_t = reg_type(DType.F32) if n.kind == "sum" and acc_t != reg_type(dt) else None
 
+        # A float max/min first runs with either zero allowed for a zero result (three
+        # instructions a vector instead of seven with AVX-512), and runs again exactly when
+        # its result is a zero: see _combine.
+        loose = [n.kind in ("max", "min") and body_dt.is_float and len(n.vars) == 1]
+
         def update(slot: ir.Value, slot_t: ir.Type) -> None:
             x = self.value(n.body)
             if self.stash is not None and n == self.stash.reduce:
@@ -391,7 +398,7 @@ class KernelEmitter(BodyEmitter):
             if slot_t != x.type:
                 x = b.fpext(x, slot_t)
             a = b.load(slot)
-            r = self._combine(n.kind, a, x, body_dt)
+            r = self._combine(n.kind, a, x, body_dt, loose[0])
             b.store(r, slot)
 
         def level(j: int) -> None:
@@ -410,6 +417,12 @@ class KernelEmitter(BodyEmitter):
             else:  # one loop: it can run again from the initial accumulator
                 reset = (lambda: b.store(e.const(acc_t, init), acc)) if len(n.vars) == 1 else None
                 self.loop(var, ir.Constant(I64, 0), self.size(ext), inner, reset=reset)
+                if loose[0] and reset is not None:
+                    loose[0] = False
+                    zero = b.fcmp_ordered("==", b.load(acc), e.const(acc_t, 0))
+                    with b.if_then(zero, likely=False):
+                        reset()
+                        self.loop(var, ir.Constant(I64, 0), self.size(ext), inner, reset=reset)
         if n.vars:
             level(0)
         else:
@@ -426,14 +439,20 @@ class KernelEmitter(BodyEmitter):
         v = store_value(self.e, self.value(self.stash.body), self.k.output.dtype)
         self.e.b.store(v, self.address(len(self.k.buffers) - 1, index))
 
-    def _combine(self, kind: str, a: ir.Value, x: ir.Value, dt: DType) -> ir.Value:
+    def _combine(self, kind: str, a: ir.Value, x: ir.Value, dt: DType,
+                 loose: bool = False) -> ir.Value:
+        """One step of a reduction. Float max/min are ``llvm.maximum``/``minimum``:
+        NaN-propagating and vectorizable. ``loose`` adds ``nsz`` (either zero may come out
+        where +0.0 and -0.0 meet), which x86 lowers without the sign tests: exact whenever the
+        result is not a zero, so the caller reruns the loop exactly when it is one."""
         b = self.e.b
         if kind == "sum":
             return b.fadd(a, x, flags=["reassoc"]) if dt.is_float else b.add(a, x)
         if kind == "prod":
             return b.fmul(a, x, flags=["reassoc"]) if dt.is_float else b.mul(a, x)
-        if dt.is_float:  # NaN-propagating, vectorizable as a reduction
-            return self.e.intrinsic("maximum" if kind == "max" else "minimum", [a, x])
+        if dt.is_float:
+            return self.e.intrinsic("maximum" if kind == "max" else "minimum", [a, x],
+                                    fastmath=("nsz",) if loose else ())
         return (np_max if kind == "max" else np_min)(self.e, a, x, dt)
 
     def _blocked_sum(self, n: Reduce, var: str, ext: ir.Value, acc: ir.Value,

@@ -140,13 +140,15 @@ class IR:
         return fn
 
     def intrinsic(self, name: str, args: Sequence[ir.Value], ret: ir.Type | None = None,
-                  tys: Sequence[ir.Type] | None = None) -> ir.Value:
-        """Call ``llvm.<name>`` overloaded on ``tys`` (default: the first argument's type)."""
+                  tys: Sequence[ir.Type] | None = None, fastmath: tuple[str, ...] = ()
+                  ) -> ir.Value:
+        """Call ``llvm.<name>`` overloaded on ``tys`` (default: the first argument's type),
+        with the ``fastmath`` flags given."""
         check_intrinsic(name)
         tys = tys if tys is not None else [args[0].type]
         full = "llvm." + name + "".join("." + type_suffix(t) for t in tys)
         fn = self.declare(full, ret or args[0].type, [a.type for a in args])
-        return self.b.call(fn, list(args))
+        return self.b.call(fn, list(args), fastmath=fastmath)
 
     def libm(self, name: str, args: Sequence[ir.Value]) -> ir.Value:
         """Call a C math function (``sinf``, ``atan2``...), lane by lane for vectors."""
