@@ -93,9 +93,15 @@ def check_run(func: Func, env: Mapping[str, int], engine: str) -> None:
         from tcp_rules.codegen.runtime import plan_of  # llvmlite only for the compiled engine
 
         plan = plan_of(func)  # lowered once: run_compiled reuses it
-        made_by = {st.buffers[-1]: st.value for st in plan.steps}
+        def root(i: int) -> int:
+            base = plan.buffers[i].base
+            return base if plan.buffers[i].kind == "view" and base is not None else i
+        made_by = {root(st.buffers[-1]): st.value for st in plan.steps}
+        used = {root(i) for st in plan.steps for i in st.buffers}
         for i, b in enumerate(plan.buffers):
-            if b.kind in ("result", "temp"):
+            # (a temporary no step uses, such as a product a row pass reads in its matmul's
+            # scratch, is never allocated)
+            if b.kind == "result" or (b.kind == "temp" and i in used):
                 v = made_by.get(i)
                 t = concretize(TensorType(b.dtype, b.dims), env, func.span)
                 arrays.append((t, v.span, f"{v.op.name} makes {t}, which")

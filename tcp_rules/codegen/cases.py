@@ -22,7 +22,7 @@ import scipy.special
 
 from tcp_rules import build as tb
 from tcp_rules.codegen import fused, jit
-from tcp_rules.codegen.kernel import Kernel, MatmulKernel
+from tcp_rules.codegen.kernel import Kernel
 from tcp_rules.codegen.lower import lower_func
 from tcp_rules.codegen.runtime import (
     CompiledFunc,
@@ -30,6 +30,7 @@ from tcp_rules.codegen.runtime import (
     compile_kernel_func,
     kernel_symbols,
     module_ir,
+    vectorized,
 )
 from tcp_rules.ir import Func
 from tcp_rules.ops.elementwise import round_half_away, sigmoid
@@ -103,7 +104,7 @@ def compile_kernel_objects(name: str, repeats: int = 3) -> list[float]:
         for _ in range(repeats):
             t0 = _now()
             obj = jit.optimize_to_object(module_ir(st.kernel, syms[0]),
-                                         not isinstance(st.kernel, MatmulKernel))
+                                         vectorized(st.kernel))
             secs.append(_now() - t0)
         out.append(statistics.median(secs))
         jit.write_entry(key, obj)

@@ -263,6 +263,11 @@ class MatmulKernel:
     b_t: bool = False  # b is stored transposed, [batch,] n, k (a transpose folded into packing)
     a_at: Strided | None = None
     b_at: Strided | None = None  # as stored: [batch,] n, k rows with b_t
+    # A row kernel over [rows, columns] run on each block of rows of the product, which then
+    # goes to a per-worker scratch instead of the output (rowpass.py). Its buffers are the
+    # scratch (post_bufs entry -1) or this kernel's buffers (their index); its output is ours.
+    post: Kernel | None = None
+    post_bufs: tuple[int, ...] = ()
 
     @property
     def output(self) -> Buffer:
@@ -391,4 +396,7 @@ def kernel_text(k: AnyKernel) -> str:
                 f"{f' a {k.a_at}' if k.a_at else ''}{f' b {k.b_at}' if k.b_at else ''}")
         root = node_lines(k.epilogue, names, lines)
         lines.append(f"  out = {root}")
+        if k.post is not None:
+            post = kernel_text(k.post).rstrip("\n").replace("\n", "\n  ")
+            lines.append(f"  then rows of {list(k.post_bufs)}: {post}")
     return "\n".join([head, *lines]) + "\n"

@@ -41,6 +41,7 @@ from tcp_rules.codegen.kernel import (
 )
 from tcp_rules.codegen.padding import pad_reader
 from tcp_rules.codegen.plan import Plan, PlanBuffer, Step
+from tcp_rules.codegen.rowpass import fuse_row_passes
 from tcp_rules.codegen.strides import operand_layout
 from tcp_rules.ir import Apply, Func, Value
 from tcp_rules.ops.fusion import broadcast_hoists
@@ -559,4 +560,6 @@ def lower_func(func: Func) -> Plan:
     """The plan of kernels that computes ``func``."""
     if not func.results:
         raise ValueError(f"func {func.name} has no results")
-    return Lowerer(func).run()
+    plan = Lowerer(func).run()
+    fuse_row_passes(plan)
+    return plan

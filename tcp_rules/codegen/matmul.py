@@ -37,7 +37,7 @@ from collections.abc import Callable
 import llvmlite.ir as ir
 
 from tcp_rules.codegen import jit
-from tcp_rules.codegen.emit import KernelError
+from tcp_rules.codegen.emit import KernelError, emit_kernel
 from tcp_rules.codegen.epilogue import Epilogue, f_min
 from tcp_rules.codegen.irbase import I32, I64, IR, PTR, VOID, mem_type
 from tcp_rules.codegen.kernel import MATMUL_DTYPES, MatmulKernel, Size, Strided
@@ -45,6 +45,7 @@ from tcp_rules.codegen.storage import store_value
 from tcp_rules.types import DType
 
 MC = 96  # rows per block: an MC x K block of A stays in L2 while the panels pass
+ROWS = -1  # MatmulKernel.post_bufs: the post kernel's buffer that is the scratch's product rows
 
 
 def tile_shape(dt: DType, target: jit.Target | None = None) -> tuple[int, int, int]:
@@ -67,6 +68,28 @@ def packs_a(k: MatmulKernel, target: jit.Target | None = None) -> bool:
     from four panels on it is even or better."""
     _, nr, _ = tile_shape(k.buffers[0].dtype, target)
     return not (isinstance(k.n, int) and k.n <= 2 * nr)
+
+
+def worker_scratch(k: MatmulKernel, kk: int, n: int, target: jit.Target | None = None
+                   ) -> tuple[int, int]:
+    """Bytes of one worker's scratch for ``k`` with these K and N, and where in it a row pass's
+    block of product rows starts (MatmulKernel.post): first a packed block of A (a token size
+    where tiles read A in place), then MC rows of the product, each on a cache line."""
+    a = _lines(max(1, MC * kk if packs_a(k, target) else 1) * k.buffers[0].dtype.itemsize)
+    if k.post is None:
+        return a, a
+    return a + _lines(MC * n * product_dtype(k).itemsize), a
+
+
+def product_dtype(k: MatmulKernel) -> DType:
+    """The dtype the matmul's epilogue stores: its output's, or the row pass's scratch's."""
+    if k.post is None:
+        return k.output.dtype
+    return k.post.buffers[k.post_bufs.index(ROWS)].dtype
+
+
+def _lines(nbytes: int) -> int:
+    return -(-nbytes // 64) * 64
 
 
 def fused(target: jit.Target | None = None) -> bool:
@@ -331,8 +354,14 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
     vt = ir.VectorType(el, vf)
     npan = b.sdiv(b.add(n, f.c64(nr - 1)), f.c64(nr))
     epi = Epilogue(e, k, bufs, size, vf)
-    out_buf = k.output
-    out_ty = mem_type(out_buf.dtype)
+    out_dt = product_dtype(k)
+    out_ty = mem_type(out_dt)
+    rows_at = post_fn = None
+    if k.post is not None:  # static sizes (rowpass): the scratch's layout is known here
+        assert isinstance(k.k, int) and isinstance(k.n, int)
+        post_fn = emit_kernel(module, k.post, name + ".rows")
+        post_fn.linkage = "internal"
+        rows_at = e.gep(ir.IntType(8), apack, f.c64(worker_scratch(k, k.k, k.n)[1]))
     lane_ids = ir.Constant(ir.VectorType(I64, vf), list(range(vf)))
     is_float = dt.is_float
     direct = not packs_a(k)
@@ -505,13 +534,14 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
         b.cbranch(b.icmp_signed("<=", b.add(j0, f.c64(nr)), n), whole, part)
         for blk, masked in ((whole, False), (part, True)):
             b.position_at_end(blk)
-            store_tile(bi, i0, rows, j0, accs, masked)
+            store_tile(bi, i0, rows, j0, accs, masked, ic)
             b.branch(stored)
         b.position_at_end(stored)
 
     def store_tile(bi: ir.Value, i0: ir.Value, rows: ir.Value, j0: ir.Value,
-                   accs: list[ir.Value], masked: bool) -> None:
-        """The epilogue on the tile's rows that exist, stored to the output."""
+                   accs: list[ir.Value], masked: bool, ic: ir.Value) -> None:
+        """The epilogue on the tile's rows that exist, stored to the output (with a row pass:
+        to the scratch's rows of the block starting at row ``ic``)."""
         for r in range(mr):
             yes = b.append_basic_block(f"row{r}")
             nxt = b.append_basic_block(f"row{r}.next")
@@ -528,13 +558,24 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
                                                        [True] * vf))
                 epi.acc_value = accs[r * nv + v]
                 val = epi.value(k.epilogue)
-                val = store_value(e, val, out_buf.dtype)
-                off = b.add(b.mul(b.add(b.mul(bi, m), i), n), jv)
-                ptr = e.gep(out_ty, bufs[-1], off)
-                e.intrinsic("masked.store", [val, ptr, ir.Constant(I32, out_buf.dtype.itemsize),
+                val = store_value(e, val, out_dt)
+                if rows_at is None:
+                    ptr = e.gep(out_ty, bufs[-1], b.add(b.mul(b.add(b.mul(bi, m), i), n), jv))
+                else:
+                    ptr = e.gep(out_ty, rows_at, b.add(b.mul(b.sub(i, ic), n), jv))
+                e.intrinsic("masked.store", [val, ptr, ir.Constant(I32, out_dt.itemsize),
                                              epi.mask], ret=VOID, tys=[val.type, PTR])
             b.branch(nxt)
             b.position_at_end(nxt)
+
+    def row_pass(bi: ir.Value, ic: ir.Value, ic_end: ir.Value) -> None:
+        """The post kernel on the block's rows: its rows of [batch * M, N], the product's
+        from the scratch (addressed as if it held them all: the kernel reads only these)."""
+        assert k.post is not None and post_fn is not None and rows_at is not None
+        first = b.add(b.mul(bi, m), ic)
+        rows = e.gep(out_ty, rows_at, b.sub(f.c64(0), b.mul(first, n)))
+        ptrs = [rows if i == ROWS else bufs[i] for i in k.post_bufs]
+        b.call(post_fn, [*ptrs, bufs[-1], sizes, first, b.add(first, b.sub(ic_end, ic))])
 
     tail = b.mul(b.mul(batch, npan), b.mul(kk, f.c64(nr)))  # the panels' max |b| (_emit_pack)
 
@@ -555,6 +596,8 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
                 f.loop(ic, ic_end, mr, lambda i0: tile(
                     bi, i0, f_min(e, f.c64(mr), b.sub(ic_end, i0)), p, ic, risky), "ir")
             f.loop(f.c64(0), npan, 1, per_panel, "jr")
+            if post_fn is not None:
+                row_pass(bi, ic, ic_end)
         f.loop(lo, hi, MC, per_block, "ic")
     f.loop(f.c64(0), batch, 1, per_batch, "bi")
     b.ret_void()

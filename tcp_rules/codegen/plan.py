@@ -218,3 +218,10 @@ def _check_matmul(k: MatmulKernel, shapes: list[tuple[int, ...]], sizes: Mapping
         return count == (lead[0] if lead else 1) and at.span(*rows) <= int(np.prod(shape))
     if not fits(a, k.a_at, (m, kk)) or not fits(b, k.b_at, b_rows) or out != (*lead, m, n):
         raise fail(f"matmul shapes {list(a)} @ {list(b)} -> {list(out)} do not agree")
+    if k.post is not None:  # its buffers are ours flattened, its loads inside them
+        flat = [tuple(int(s) for s in buf.shape) for buf in k.post.buffers]
+        ours = [*[shapes[i] for i in k.post_bufs if i >= 0], out]
+        theirs = [f for f, i in zip(flat, (*k.post_bufs, 0), strict=True) if i >= 0]
+        if [int(np.prod(s)) for s in ours] != [int(np.prod(s)) for s in theirs]:
+            raise fail("the row pass's buffers do not match the matmul's")
+        check_step(k.post, flat, {})

@@ -24,7 +24,7 @@ import numpy as np
 
 from tcp_rules.codegen.jit import Target
 from tcp_rules.codegen.kernel import MatmulKernel
-from tcp_rules.codegen.matmul import MC, packs_a, tile_shape
+from tcp_rules.codegen.matmul import tile_shape, worker_scratch
 from tcp_rules.codegen.plan import Instance, Plan
 
 SPLIT_WORK = 1 << 19  # below this many element-steps a kernel runs on the calling thread
@@ -374,8 +374,9 @@ def layout(plan: Plan, inst: Instance, addrs: list[tuple[int, int]], threads: in
             npan = -(-n // nr)
             packed = (batch * npan * kk * nr + batch * npan) * item  # panels, then max |b|
             rows = split(m, batch * m * kk * n, mr, threads)
-            # each worker's packed block of A (a token size where tiles read A in place)
-            per_worker = _up(max(1, MC * kk if packs_a(st.kernel, target) else 1) * item)
+            # each worker's packed block of A (a token size where tiles read A in place) and
+            # a row pass's block of product rows
+            per_worker = worker_scratch(st.kernel, kk, n, target)[0]
             workers = min(threads, rows)
             args.append(len(table))
             table.append((arena_slot, arena.place(packed, s, s)))

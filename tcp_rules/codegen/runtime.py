@@ -71,7 +71,13 @@ def load_kernel(k: AnyKernel, use_disk: bool = True) -> dict[str, int]:
     """Compile ``k`` (or load it from a cache); addresses of its functions by symbol."""
     key, syms = kernel_symbols(k)
     return jit.load(key, syms, lambda: module_ir(k, syms[0]), use_disk=use_disk,
-                    vectorize=not isinstance(k, MatmulKernel))
+                    vectorize=vectorized(k))
+
+
+def vectorized(k: AnyKernel) -> bool:
+    """Whether ``k``'s module is compiled with the loop vectorizer: not a matmul's alone, which
+    is written with vectors (its row pass is not)."""
+    return not isinstance(k, MatmulKernel) or k.post is not None
 
 
 @dataclass(frozen=True)
@@ -383,6 +389,6 @@ def emit_llvm(func: Func, *, optimized: bool = False) -> str:
         head = "".join(f"; {line}\n" for line in kernel_text(st.kernel).splitlines())
         text = module_ir(st.kernel, syms[0])
         if optimized:
-            text = jit.optimized_ir(text, not isinstance(st.kernel, MatmulKernel))
+            text = jit.optimized_ir(text, vectorized(st.kernel))
         parts.append(f"; kernel {st.kernel.name}\n{head}{text}")
     return "\n".join(parts)

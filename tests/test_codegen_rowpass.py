@@ -1,0 +1,114 @@
+"""Row kernels fused into the matmul whose product they read (codegen/rowpass.py): attention's
+softmax after QK^T, a layernorm after a projection; bit for bit the two kernels' results."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from codegen.support import assert_same, fuse_everything, tcpr_cache  # noqa: F401
+from numerics import assert_close_to_reference
+
+import tcp_rules.codegen.lower as lowering
+from tcp_rules import build as tb
+from tcp_rules.codegen import compile_func
+from tcp_rules.codegen.kernel import MatmulKernel
+from tcp_rules.codegen.matmul import MC
+from tcp_rules.ir import Func, Value
+
+
+def softmax(x: Value) -> Value:
+    shape, lead = list(x.type.dims), list(range(x.type.rank - 1))
+    last = [x.type.rank - 1]
+    e = tb.exp(tb.sub(x, tb.broadcast(tb.reduce_max(x, axes=last), shape=shape, dims=lead)))
+    return tb.div(e, tb.broadcast(tb.reduce_sum(e, axes=last), shape=shape, dims=lead))
+
+
+def scores(batch: list[int], m: int, k: int, n: int, scale: float = 0.125
+           ) -> tuple[tb.FuncBuilder, Value]:
+    f = tb.FuncBuilder("rows")
+    q = f.param("q", f"f32{[*batch, m, k]}")
+    kt = f.param("k", f"f32{[*batch, n, k]}")
+    perm = [*range(len(batch)), len(batch) + 1, len(batch)]
+    s = tb.matmul(q, tb.transpose(kt, perm=perm))
+    return f, tb.mul(s, tb.broadcast(tb.apply_op("splat", value=scale, shape=[], dtype="f32"),
+                                     shape=list(s.type.dims), dims=[]))
+
+
+def attention(batch: list[int], m: int, k: int, n: int) -> Func:
+    f, s = scores(batch, m, k, n)
+    f.ret(softmax(s))
+    return fuse_everything(f.finish())
+
+
+def heads(m: int, n: int) -> Func:
+    """Scores of 6 = 2 x 3 heads whose softmax runs over [2, 3, m, n] (a reshape of them)."""
+    f, s = scores([6], m, 16, n)
+    f.ret(softmax(tb.reshape(s, shape=[2, 3, m, n])))
+    return fuse_everything(f.finish())
+
+
+def layernorm(m: int, k: int, n: int) -> Func:
+    f = tb.FuncBuilder("ln")
+    x, w, g = f.param("x", f"f32[{m}, {k}]"), f.param("w", f"f32[{k}, {n}]"), f.param(
+        "g", f"f32[{n}]")
+    h = tb.matmul(x, w)
+    mean = tb.div(tb.reduce_sum(h, axes=[1]), float(n))
+    c = tb.sub(h, tb.broadcast(mean, shape=[m, n], dims=[0]))
+    var = tb.div(tb.reduce_sum(tb.mul(c, c), axes=[1]), float(n))
+    inv = tb.rsqrt(tb.add(var, 1e-5))
+    f.ret(tb.mul(tb.mul(c, tb.broadcast(inv, shape=[m, n], dims=[0])),
+                 tb.broadcast(g, shape=[m, n], dims=[1])))
+    return fuse_everything(f.finish())
+
+
+CASES: dict[str, Callable[[], Func]] = {
+    "2-d softmax, several blocks": lambda: attention([], 2 * MC + 17, 24, 70),
+    "batched softmax": lambda: attention([5], 40, 8, 33),
+    "softmax over a reshape": lambda: heads(37, 50),
+    "layernorm with a weight": lambda: layernorm(MC + 3, 20, 48),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_row_kernels_run_inside_the_matmul(case: str, threads: int,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The row kernel runs on each block of rows the matmul finishes (one kernel, fewer than
+    without the fusion), at any thread count, with the two kernels' bits."""
+    func = CASES[case]()
+    cf = compile_func(func, threads=threads)
+    fused = [s.kernel for s in cf.steps if isinstance(s.kernel, MatmulKernel) and s.kernel.post]
+    assert len(fused) == 1
+    rng = np.random.default_rng(len(case))
+    xs = [(rng.standard_normal(tuple(int(d.const or 0) for d in p.type.dims)) * 4)
+          .astype(np.float32) for p in func.params]
+    got = cf(*xs)
+    with monkeypatch.context() as mp:
+        mp.setattr(lowering, "fuse_row_passes", lambda plan: None)
+        apart = compile_func(CASES[case](), threads=threads)
+        assert len(apart.steps) > len(cf.steps)
+        want = apart(*xs)
+    assert_same(got[0], want[0], case)
+    assert_close_to_reference(list(got), func, xs, case)
+
+
+def test_what_is_not_fused() -> None:
+    """The product also read elsewhere (here: returned too), a row kernel whose other loads
+    differ row by row in a way the flattening cannot express (a [2, 1, m, n] mask broadcast
+    over heads), and symbolic sizes: two kernels each."""
+    f, s = scores([6], 9, 8, 12)
+    f.ret(softmax(s))
+    f.ret(s)
+    mask_f, s2 = scores([6], 9, 8, 12)
+    mask = mask_f.param("mask", "f32[2, 1, 9, 12]")
+    four = tb.reshape(s2, shape=[2, 3, 9, 12])
+    mask_f.ret(softmax(tb.add(four, tb.broadcast(mask, shape=[2, 3, 9, 12], dims=[0, 1, 2, 3]))))
+    sym = tb.FuncBuilder("sym")
+    q, kt = sym.param("q", "f32[M, 8]"), sym.param("k", "f32[8, 12]")
+    sym.ret(softmax(tb.matmul(q, kt)))
+    for func in (f.finish(), mask_f.finish(), sym.finish()):
+        func = fuse_everything(func)
+        cf = compile_func(func)
+        assert not [s for s in cf.steps if getattr(s.kernel, "post", None) is not None]
