@@ -25,6 +25,11 @@ its own); a tile whose two maxima multiply to inf runs a K loop of rounded produ
 instead (never on finite data that cannot overflow: measured at the noise level on 256^3 and
 1024^3). Targets without FMA always do.
 
+An operand may be read through a strided layout (``MatmulKernel.a_at``/``b_at``, strides.py:
+heads split out of a projection), and a row kernel may run on each finished block of rows
+(``MatmulKernel.post``, rowpass.py): the block's product then goes to the worker's scratch,
+after its block of A, and the row kernel writes the output.
+
 Symbols: ``<sym>_pack(b, packed, sizes, lo, hi)`` packs panels [lo, hi) of every batch;
 ``<sym>(a, b, ..., out, packed, a_scratch, sizes, lo, hi)`` computes rows [lo, hi).
 """
