@@ -93,11 +93,8 @@ def check_run(func: Func, env: Mapping[str, int], engine: str) -> None:
         from tcp_rules.codegen.runtime import plan_of  # llvmlite only for the compiled engine
 
         plan = plan_of(func)  # lowered once: run_compiled reuses it
-        def root(i: int) -> int:
-            base = plan.buffers[i].base
-            return base if plan.buffers[i].kind == "view" and base is not None else i
-        made_by = {root(st.buffers[-1]): st.value for st in plan.steps}
-        used = {root(i) for st in plan.steps for i in st.buffers}
+        made_by = {plan.root(st.buffers[-1]): st.value for st in plan.steps}
+        used = {plan.root(i) for st in plan.steps for i in st.buffers}
         for i, b in enumerate(plan.buffers):
             # (a temporary no step uses, such as a product a row pass reads in its matmul's
             # scratch, is never allocated)

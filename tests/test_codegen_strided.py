@@ -1,6 +1,7 @@
 """Matmul operands read in place through reshapes and transposes (codegen/strides.py): heads
 split out of a projection as attention does it, with no transpose kernel, bit for bit the
-matmul of the materialized copy."""
+matmul of the materialized copy; and products written straight into the layout a copy after
+them would make (the heads merged back)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import pytest
 from codegen.support import assert_same, overflow_patterns, tcpr_cache  # noqa: F401
 from numerics import assert_close_to_reference
 
+import tcp_rules.codegen.lower as lowering
 from tcp_rules import build as tb
 from tcp_rules.codegen import compile_func
 from tcp_rules.codegen.kernel import MatmulKernel, Strided
 from tcp_rules.codegen.matmul import packs_a, tile_shape
-from tcp_rules.codegen.strides import operand_layout, view_of
+from tcp_rules.codegen.strides import _layout, operand_layout, view_of
 from tcp_rules.ir import Func, Value
 from tcp_rules.types import DType
 
@@ -141,3 +143,44 @@ def test_attention_heads_need_no_transpose_kernels() -> None:
     rng = np.random.default_rng(3)
     xs = [rng.standard_normal((BATCH * s, HEADS * d)).astype(np.float32) for _ in range(3)]
     assert_close_to_reference(list(cf(*xs)), func, xs, "attention heads")
+
+
+def merge_heads(x: Value, rows: int, width: int) -> Value:
+    """[BATCH * HEADS, rows, width] back to [BATCH * rows, HEADS * width]."""
+    four = tb.reshape(x, shape=[BATCH, HEADS, rows, width])
+    return tb.reshape(tb.transpose(four, perm=[0, 2, 1, 3]), shape=[BATCH * rows, HEADS * width])
+
+
+@pytest.mark.parametrize("dt", [F32, I32])
+@pytest.mark.parametrize(("m", "k", "n"), [(9, 20, 35), (17, 13, 5), (100, 33, 70)])
+def test_merged_heads_are_written_in_place(dt: DType, m: int, k: int, n: int,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A matmul whose product is only copied into another layout (the heads merged back)
+    writes that layout itself: one kernel, the copy's bits."""
+    def build() -> Func:
+        f = tb.FuncBuilder("merge")
+        nb = BATCH * HEADS
+        a, b = f.param("a", f"{dt}[{nb}, {m}, {k}]"), f.param("b", f"{dt}[{nb}, {k}, {n}]")
+        f.ret(merge_heads(tb.matmul(a, b), m, n))
+        return f.finish()
+    cf = compile_func(build())
+    (kernel,) = [s.kernel for s in cf.steps]
+    assert isinstance(kernel, MatmulKernel) and kernel.c_at == Strided(
+        ((BATCH, m * HEADS * n), (HEADS, n)), HEADS * n)
+    rng = np.random.default_rng(m + n)
+    xs = [(rng.standard_normal((BATCH * HEADS, *s)) * 8).astype(dt.np_dtype)
+          for s in ((m, k), (k, n))]
+    with monkeypatch.context() as mp:
+        mp.setattr(lowering, "write_through_copies", lambda plan: None)
+        apart = compile_func(build())
+        assert len(apart.steps) == 2
+        want = apart(*xs)
+    assert_same(cf(*xs)[0], want[0], f"{dt} {m}x{k}x{n}")
+
+
+def test_layouts_found_from_offsets() -> None:
+    heads = np.arange(8 * 128 * 4 * 64).reshape(8, 128, 4, 64).transpose(0, 2, 1, 3)
+    assert _layout(heads.reshape(32, 128, 64), True) == Strided(((8, 32768), (4, 64)), 256)
+    assert _layout(np.arange(12).reshape(3, 4), False) == Strided((), 4)
+    assert _layout(np.ascontiguousarray(np.arange(12).reshape(4, 3).T), False) is None
+    assert _layout(np.arange(24).reshape(2, 3, 4)[[1, 0]], True) is None  # batches swapped

@@ -247,9 +247,9 @@ class MatmulKernel:
     ``b[b, j, k]`` with ``b_t``.
 
     Buffers: a, b, then any inputs the epilogue loads (through maps over d0..), then the output.
-    The epilogue is a scalar body in which :class:`Acc` stands for the product. ``a_at`` and
-    ``b_at`` (static sizes only) say where a strided operand lies in its buffer, which then has
-    the shape of the tensor beneath the view.
+    The epilogue is a scalar body in which :class:`Acc` stands for the product. ``a_at``,
+    ``b_at`` and ``c_at`` (static sizes only) say where a strided operand or output lies in its
+    buffer, which then has the shape of the tensor beneath the view.
     """
 
     name: str
@@ -263,6 +263,7 @@ class MatmulKernel:
     b_t: bool = False  # b is stored transposed, [batch,] n, k (a transpose folded into packing)
     a_at: Strided | None = None
     b_at: Strided | None = None  # as stored: [batch,] n, k rows with b_t
+    c_at: Strided | None = None  # the output (heads merged back as they are written)
     # A row kernel over [rows, columns] run on each block of rows of the product, which then
     # goes to a per-worker scratch instead of the output (rowpass.py). Its buffers are the
     # scratch (post_bufs entry -1) or this kernel's buffers (their index); its output is ours.
@@ -275,7 +276,13 @@ class MatmulKernel:
 
     @property
     def domain(self) -> tuple[Size, ...]:
-        return self.output.shape
+        """[batch,] m, n: the output's shape, or the product's where it is written strided."""
+        if self.c_at is None:
+            return self.output.shape
+        count = 1
+        for size, _ in self.c_at.batch:
+            count *= size
+        return ((count,) if self.batched else ()) + (self.m, self.n)
 
 
 AnyKernel = Kernel | MatmulKernel
@@ -393,7 +400,8 @@ def kernel_text(k: AnyKernel) -> str:
     else:
         head = (f"matmul({bufs}) sizes({', '.join(k.sizes)}) batched={k.batched} "
                 f"m={k.m} k={k.k} n={k.n}{' b_t' if k.b_t else ''}"
-                f"{f' a {k.a_at}' if k.a_at else ''}{f' b {k.b_at}' if k.b_at else ''}")
+                f"{f' a {k.a_at}' if k.a_at else ''}{f' b {k.b_at}' if k.b_at else ''}"
+                f"{f' out {k.c_at}' if k.c_at else ''}")
         root = node_lines(k.epilogue, names, lines)
         lines.append(f"  out = {root}")
         if k.post is not None:

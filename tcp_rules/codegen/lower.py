@@ -42,7 +42,7 @@ from tcp_rules.codegen.kernel import (
 from tcp_rules.codegen.padding import pad_reader
 from tcp_rules.codegen.plan import Plan, PlanBuffer, Step
 from tcp_rules.codegen.rowpass import fuse_row_passes
-from tcp_rules.codegen.strides import operand_layout
+from tcp_rules.codegen.strides import operand_layout, write_through_copies
 from tcp_rules.ir import Apply, Func, Value
 from tcp_rules.ops.fusion import broadcast_hoists
 from tcp_rules.ops.movement import literal_array
@@ -561,5 +561,6 @@ def lower_func(func: Func) -> Plan:
     if not func.results:
         raise ValueError(f"func {func.name} has no results")
     plan = Lowerer(func).run()
+    write_through_copies(plan)
     fuse_row_passes(plan)
     return plan

@@ -199,7 +199,7 @@ def _emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> None:
     b, (src, dst, sizes, lo, hi) = f.b, f.fn.args
     size = f.sizes(k, sizes)
     kk, n = size(k.k), size(k.n)
-    batch = size(k.output.shape[0]) if k.batched else f.c64(1)
+    batch = size(k.domain[0]) if k.batched else f.c64(1)
     ty = mem_type(dt)
     npan = b.sdiv(b.add(n, f.c64(nr - 1)), f.c64(nr))
     tail = b.mul(b.mul(batch, npan), b.mul(kk, f.c64(nr)))  # then one max |b| per panel
@@ -354,7 +354,7 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
     lo, hi = args[nb + 3], args[nb + 4]
     size = f.sizes(k, sizes)
     m, kk, n = size(k.m), size(k.k), size(k.n)
-    batch = size(k.output.shape[0]) if k.batched else f.c64(1)
+    batch = size(k.domain[0]) if k.batched else f.c64(1)
     el = mem_type(dt)
     vt = ir.VectorType(el, vf)
     npan = b.sdiv(b.add(n, f.c64(nr - 1)), f.c64(nr))
@@ -564,7 +564,10 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
                 epi.acc_value = accs[r * nv + v]
                 val = epi.value(k.epilogue)
                 val = store_value(e, val, out_dt)
-                if rows_at is None:
+                if k.c_at is not None:
+                    at = b.add(batch_offset(f, bi, k.c_at, f.c64(0)), b.mul(i, f.c64(k.c_at.rows)))
+                    ptr = e.gep(out_ty, bufs[-1], b.add(at, jv))
+                elif rows_at is None:
                     ptr = e.gep(out_ty, bufs[-1], b.add(b.mul(b.add(b.mul(bi, m), i), n), jv))
                 else:
                     ptr = e.gep(out_ty, rows_at, b.add(b.mul(b.sub(i, ic), n), jv))

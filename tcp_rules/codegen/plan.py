@@ -73,6 +73,11 @@ class Plan:
         self.buffers.append(buf)
         return len(self.buffers) - 1
 
+    def root(self, pid: int) -> int:
+        """The buffer holding ``pid``'s storage: its base if it is a view, else itself."""
+        b = self.buffers[pid]
+        return b.base if b.kind == "view" and b.base is not None else pid
+
 
 @dataclass
 class StepInstance:
@@ -208,7 +213,7 @@ def _check_matmul(k: MatmulKernel, shapes: list[tuple[int, ...]], sizes: Mapping
                   fail: Callable[[str], TcpError]) -> None:
     a, b, out = shapes[0], shapes[1], shapes[-1]
     m, kk, n = (_size(s, sizes) for s in (k.m, k.k, k.n))
-    lead = (out[0],) if k.batched else ()
+    lead = (_size(k.domain[0], sizes),) if k.batched else ()
     b_rows = (n, kk) if k.b_t else (kk, n)
 
     def fits(shape: tuple[int, ...], at: Strided | None, rows: tuple[int, int]) -> bool:
@@ -216,7 +221,8 @@ def _check_matmul(k: MatmulKernel, shapes: list[tuple[int, ...]], sizes: Mapping
             return shape == (*lead, *rows)
         count = int(np.prod([s for s, _ in at.batch], dtype=np.int64))
         return count == (lead[0] if lead else 1) and at.span(*rows) <= int(np.prod(shape))
-    if not fits(a, k.a_at, (m, kk)) or not fits(b, k.b_at, b_rows) or out != (*lead, m, n):
+    if not fits(a, k.a_at, (m, kk)) or not fits(b, k.b_at, b_rows) or not fits(
+            out, k.c_at, (m, n)):
         raise fail(f"matmul shapes {list(a)} @ {list(b)} -> {list(out)} do not agree")
     if k.post is not None:  # its buffers are ours flattened, its loads inside them
         flat = [tuple(int(s) for s in buf.shape) for buf in k.post.buffers]

@@ -51,22 +51,18 @@ def fuse_row_passes(plan: Plan) -> None:
     plan.steps = steps
 
 
-def _root(plan: Plan, pid: int) -> int:
-    b = plan.buffers[pid]
-    return b.base if b.kind == "view" and b.base is not None else pid
-
-
 def _fuse(plan: Plan, m: Step, r: Step) -> Step | None:
     mk, rk = m.kernel, r.kernel
-    if not isinstance(mk, MatmulKernel) or mk.post is not None or not isinstance(rk, Kernel):
+    if (not isinstance(mk, MatmulKernel) or mk.post is not None or mk.c_at is not None
+            or not isinstance(rk, Kernel)):
         return None
     prod = m.buffers[-1]
     if plan.buffers[prod].kind != "temp" or prod in plan.results or rk.sizes or mk.sizes:
         return None
-    readers = [s for s in plan.steps if any(_root(plan, b) == prod for b in s.buffers)]
+    readers = [s for s in plan.steps if any(plan.root(b) == prod for b in s.buffers)]
     inputs = list(r.buffers[:-1])
-    at = [i for i, b in enumerate(inputs) if _root(plan, b) == prod]
-    if readers != [m, r] or len(at) != 1 or _root(plan, r.buffers[-1]) == prod:
+    at = [i for i, b in enumerate(inputs) if plan.root(b) == prod]
+    if readers != [m, r] or len(at) != 1 or plan.root(r.buffers[-1]) == prod:
         return None
     shape = tuple(mk.output.shape)
     if not all(isinstance(d, int) for d in (*shape, *rk.domain)):
@@ -92,7 +88,7 @@ def _fuse(plan: Plan, m: Step, r: Step) -> Step | None:
         post_bufs.append(bufs.index(b))
     out = r.buffers[-1]
     view = plan.add_buffer(PlanBuffer(rk.output.dtype, plan.buffers[prod].dims, "view",
-                                      base=_root(plan, out)))
+                                      base=plan.root(out)))
     names = [f"in{i}" for i in range(len(bufs))]
     kbufs = tuple(Buffer(n, plan.buffers[b].dtype, _static_shape(plan, b, mk, m))
                   for n, b in zip(names, bufs, strict=True))

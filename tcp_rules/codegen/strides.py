@@ -15,7 +15,13 @@ take any sub-axes: :class:`Strided`). Static sizes only.
 
 from __future__ import annotations
 
-from tcp_rules.codegen.kernel import Strided
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from tcp_rules.codegen.kernel import Affine, Kernel, Load, MatmulKernel, Strided
+from tcp_rules.codegen.plan import Plan, Step
 from tcp_rules.ir import Apply, Value
 
 Axis = list[tuple[int, int]]  # (size, stride) sub-axes, outermost first; [] has size 1
@@ -120,3 +126,78 @@ def _transposes(v: Value) -> bool:
             return True
         v = v.operands[0]
     return False
+
+
+def write_through_copies(plan: Plan) -> None:
+    """A matmul whose product only a copy right after it reads (attention's heads merged back:
+    ``[batch * heads, seq, width]`` to ``[batch, seq, heads * width]``, a transpose) writes
+    the copy's output itself, through a strided layout (``MatmulKernel.c_at``)."""
+    steps: list[Step] = []
+    for st in plan.steps:
+        prev = steps[-1] if steps else None
+        merged = _write_through(plan, prev, st) if prev is not None else None
+        if merged is not None:
+            steps[-1] = merged
+        else:
+            steps.append(st)
+    plan.steps = steps
+
+
+def _write_through(plan: Plan, m: Step, r: Step) -> Step | None:
+    mk, rk = m.kernel, r.kernel
+    if (not isinstance(mk, MatmulKernel) or mk.post is not None or mk.c_at is not None
+            or mk.sizes or not isinstance(rk, Kernel) or rk.sizes or rk.out_index is not None):
+        return None
+    prod = m.buffers[-1]
+    if plan.buffers[prod].kind != "temp" or prod in plan.results:
+        return None
+    readers = [s for s in plan.steps if any(plan.root(b) == prod for b in s.buffers)]
+    ld = rk.value
+    if (readers != [m, r] or not isinstance(ld, Load) or ld.mask is not None
+            or ld.other is not None or ld.dtype is not mk.output.dtype
+            or rk.output.dtype is not mk.output.dtype
+            or plan.root(r.buffers[ld.buf]) != prod or plan.root(r.buffers[-1]) == prod):
+        return None
+    q = len(rk.domain)
+    perm = [next((v for v, c in i.vars), "") if isinstance(i, Affine) else "" for i in ld.index]
+    if sorted(perm) != [f"d{i}" for i in range(q)] or any(
+            not isinstance(i, Affine) or i.sizes or i.const or len(i.vars) != 1
+            or i.vars[0][1] != 1 for i in ld.index):
+        return None
+    # where each element of the product lands in the copy's output, computed outright
+    out = np.arange(math.prod(int(d) for d in rk.domain)).reshape([int(d) for d in rk.domain])
+    view = np.transpose(out, [int(v[1:]) for v in perm])
+    at = _layout(view.reshape([int(d) for d in mk.output.shape]), mk.batched)
+    if at is None:
+        return None
+    kernel = replace(mk, name=rk.name, buffers=(*mk.buffers[:-1], replace(
+        rk.output, name="out")), c_at=at)
+    return Step(kernel, (*m.buffers[:-1], r.buffers[-1]), m.sizes, value=r.value)
+
+
+def _layout(where: np.ndarray, batched: bool) -> Strided | None:
+    """The strided layout putting element (b, i, j) of the product at ``where[b, i, j]``, if
+    one does: unit column stride, one row stride, the batch as sub-axes found from the
+    offsets of the batches' first elements (and checked against every element)."""
+    grid = where if batched else where[None]
+    nb, rows, cols = grid.shape
+    ld = int(grid[0, 1, 0] - grid[0, 0, 0]) if rows > 1 else cols
+    firsts = [int(x) for x in grid[:, 0, 0]]
+    subs: list[tuple[int, int]] = []
+    offs = firsts
+    while len(offs) > 1:  # the innermost sub-axis: the longest run at one stride
+        step, run = offs[1] - offs[0], 1
+        while run < len(offs) and offs[run] - offs[0] == run * step:
+            run += 1
+        while len(offs) % run:
+            run -= 1
+        if run == 1:
+            return None
+        subs.insert(0, (run, step))
+        offs = offs[::run]
+    at = Strided(tuple(subs), ld)
+    want = np.zeros(nb, np.int64)
+    for k, (size, stride) in enumerate(subs):
+        want += (np.arange(nb) // math.prod(s for s, _ in subs[k + 1:]) % size) * stride
+    got = want[:, None, None] + np.arange(rows)[None, :, None] * ld + np.arange(cols)
+    return at if np.array_equal(got, grid - grid[0, 0, 0]) and grid[0, 0, 0] == 0 else None
