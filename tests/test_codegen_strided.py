@@ -68,9 +68,8 @@ def _heads_matmul(dt: DType, which: str, m: int, k: int, n: int) -> Func:
     return f.finish()
 
 
-def _plain(dt: DType, m: int, k: int, n: int) -> Func:
+def _plain(dt: DType, m: int, k: int, n: int, nb: int = BATCH * HEADS) -> Func:
     f = tb.FuncBuilder("plain")
-    nb = BATCH * HEADS
     a, b = f.param("a", f"{dt}[{nb}, {m}, {k}]"), f.param("b", f"{dt}[{nb}, {k}, {n}]")
     f.ret(tb.matmul(a, b))
     return f.finish()
@@ -184,3 +183,36 @@ def test_layouts_found_from_offsets() -> None:
     assert _layout(np.arange(12).reshape(3, 4), False) == Strided((), 4)
     assert _layout(np.ascontiguousarray(np.arange(12).reshape(4, 3).T), False) is None
     assert _layout(np.arange(24).reshape(2, 3, 4)[[1, 0]], True) is None  # batches swapped
+
+
+@pytest.mark.parametrize("dt", [F32, I32])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_heads_shared_by_a_broadcast_are_read_in_place(dt: DType, transposed: bool) -> None:
+    """Grouped-query attention: 2 x 4 key/value heads, each shared by 3 query heads through a
+    broadcast, read at stride 0 (no copy of the broadcast), as B or as B's transpose; bit for
+    bit the matmul of the broadcast copy."""
+    m, k, n = 9, 16, 20
+    f = tb.FuncBuilder("gqa")
+    a = f.param("a", f"{dt}[24, {m}, {k}]")
+    kv = f.param("kv", f"{dt}[2, 4, {n if transposed else k}, {k if transposed else n}]")
+    wide = tb.broadcast(kv, shape=[2, 4, 3, *kv.type.dims[2:]], dims=[0, 1, 3, 4])
+    b = tb.reshape(wide, shape=[24, *kv.type.dims[2:]])
+    f.ret(tb.matmul(a, tb.transpose(b, perm=[0, 2, 1]) if transposed else b))
+    func = f.finish()
+    assert view_of(b) == (kv, [[(8, b.type.dims[1].const * b.type.dims[2].const), (3, 0)],
+                               [(b.type.dims[1].const, b.type.dims[2].const)],
+                               [(b.type.dims[2].const, 1)]])
+    cf = compile_func(func)
+    (kernel,) = [s.kernel for s in cf.steps]
+    assert isinstance(kernel, MatmulKernel) and kernel.b_t == transposed
+    assert kernel.b_at is not None and kernel.b_at.batch[-1] == (3, 0)
+    rng = np.random.default_rng(7)
+    xa = (rng.standard_normal((24, m, k)) * 8).astype(dt.np_dtype)
+    xkv = (rng.standard_normal(tuple(int(d.const or 0) for d in kv.type.dims)) * 8).astype(
+        dt.np_dtype)
+    copy = np.ascontiguousarray(np.broadcast_to(xkv[:, :, None], (2, 4, 3, *xkv.shape[2:]))
+                                .reshape(24, *xkv.shape[2:]))
+    if transposed:
+        copy = np.ascontiguousarray(np.swapaxes(copy, 1, 2))
+    want = compile_func(_plain(dt, m, k, n, 24))(xa, copy)
+    assert_same(cf(xa, xkv)[0], want[0], f"{dt} transposed={transposed}")

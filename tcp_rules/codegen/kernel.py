@@ -220,6 +220,9 @@ class Kernel:
         return tuple(Affine.var(f"d{i}") for i in range(len(self.domain)))
 
 
+POST_ROWS = -1  # MatmulKernel.post_bufs: the row kernel's buffer that is the product's rows
+
+
 @dataclass(frozen=True)
 class Strided:
     """Where a matmul operand's elements lie in its buffer, when not as a contiguous
@@ -264,11 +267,14 @@ class MatmulKernel:
     a_at: Strided | None = None
     b_at: Strided | None = None  # as stored: [batch,] n, k rows with b_t
     c_at: Strided | None = None  # the output (heads merged back as they are written)
-    # A row kernel over [rows, columns] run on each block of rows of the product, which then
-    # goes to a per-worker scratch instead of the output (rowpass.py). Its buffers are the
-    # scratch (post_bufs entry -1) or this kernel's buffers (their index); its output is ours.
+    # A row kernel over one batch's [rows, columns], run on each block of rows of the product,
+    # which then goes to a per-worker scratch instead of the output (rowpass.py). Its buffers
+    # are the scratch (post_bufs entry -1) or this kernel's buffers (their index); its output
+    # is ours. post_batch: for each of its buffers (output last), the (size, stride) sub-axes
+    # giving where a batch's part of that buffer starts.
     post: Kernel | None = None
     post_bufs: tuple[int, ...] = ()
+    post_batch: tuple[tuple[tuple[int, int], ...], ...] = ()
 
     @property
     def output(self) -> Buffer:
@@ -406,5 +412,5 @@ def kernel_text(k: AnyKernel) -> str:
         lines.append(f"  out = {root}")
         if k.post is not None:
             post = kernel_text(k.post).rstrip("\n").replace("\n", "\n  ")
-            lines.append(f"  then rows of {list(k.post_bufs)}: {post}")
+            lines.append(f"  then rows of {list(k.post_bufs)} at {list(k.post_batch)}: {post}")
     return "\n".join([head, *lines]) + "\n"

@@ -42,7 +42,7 @@ from tcp_rules.codegen.kernel import (
 from tcp_rules.codegen.padding import pad_reader
 from tcp_rules.codegen.plan import Plan, PlanBuffer, Step
 from tcp_rules.codegen.rowpass import fuse_row_passes
-from tcp_rules.codegen.strides import operand_layout, write_through_copies
+from tcp_rules.codegen.strides import broadcasts, operand_layout, write_through_copies
 from tcp_rules.ir import Apply, Func, Value
 from tcp_rules.ops.fusion import broadcast_hoists
 from tcp_rules.ops.movement import literal_array
@@ -185,6 +185,10 @@ def matmul_sources(v: Apply) -> Sources:
     a_at = None
     if (got := operand_layout(a)) is not None:
         a, a_at = got
+    if broadcasts(b):  # K or V shared by heads (grouped-query attention): stride 0
+        for b_t in (False, True):
+            if (got := operand_layout(b, transposed=b_t)) is not None:
+                return Sources(a, got[0], b_t, a_at=a_at, b_at=got[1])
     if _swaps_last_two(b):
         assert isinstance(b, Apply)
         return Sources(a, Lowerer.tensor_of(b.operands[0]), True, a_at=a_at)

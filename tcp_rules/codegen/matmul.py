@@ -45,12 +45,12 @@ from tcp_rules.codegen import jit
 from tcp_rules.codegen.emit import KernelError, emit_kernel
 from tcp_rules.codegen.epilogue import Epilogue, f_min
 from tcp_rules.codegen.irbase import I32, I64, IR, PTR, VOID, mem_type
-from tcp_rules.codegen.kernel import MATMUL_DTYPES, MatmulKernel, Size, Strided
+from tcp_rules.codegen.kernel import MATMUL_DTYPES, POST_ROWS, MatmulKernel, Size, Strided
 from tcp_rules.codegen.storage import store_value
 from tcp_rules.types import DType
 
 MC = 96  # rows per block: an MC x K block of A stays in L2 while the panels pass
-ROWS = -1  # MatmulKernel.post_bufs: the post kernel's buffer that is the scratch's product rows
+LINE = 64  # bytes: the parts of a worker's scratch start on cache lines
 
 
 def tile_shape(dt: DType, target: jit.Target | None = None) -> tuple[int, int, int]:
@@ -90,11 +90,11 @@ def product_dtype(k: MatmulKernel) -> DType:
     """The dtype the matmul's epilogue stores: its output's, or the row pass's scratch's."""
     if k.post is None:
         return k.output.dtype
-    return k.post.buffers[k.post_bufs.index(ROWS)].dtype
+    return k.post.buffers[k.post_bufs.index(POST_ROWS)].dtype
 
 
 def _lines(nbytes: int) -> int:
-    return -(-nbytes // 64) * 64
+    return -(-nbytes // LINE) * LINE
 
 
 def fused(target: jit.Target | None = None) -> bool:
@@ -362,11 +362,12 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
     out_dt = product_dtype(k)
     out_ty = mem_type(out_dt)
     rows_at = post_fn = None
-    if k.post is not None:  # static sizes (rowpass): the scratch's layout is known here
-        assert isinstance(k.k, int) and isinstance(k.n, int)
+    if k.post is not None:  # the product's rows follow A's block (worker_scratch)
         post_fn = emit_kernel(module, k.post, name + ".rows")
         post_fn.linkage = "internal"
-        rows_at = e.gep(ir.IntType(8), apack, f.c64(worker_scratch(k, k.k, k.n)[1]))
+        a_bytes = b.mul(kk, f.c64(MC * dt.itemsize)) if packs_a(k) else f.c64(1)
+        lines = b.mul(b.sdiv(b.add(a_bytes, f.c64(LINE - 1)), f.c64(LINE)), f.c64(LINE))
+        rows_at = e.gep(ir.IntType(8), apack, lines)
     lane_ids = ir.Constant(ir.VectorType(I64, vf), list(range(vf)))
     is_float = dt.is_float
     direct = not packs_a(k)
@@ -577,13 +578,18 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
             b.position_at_end(nxt)
 
     def row_pass(bi: ir.Value, ic: ir.Value, ic_end: ir.Value) -> None:
-        """The post kernel on the block's rows: its rows of [batch * M, N], the product's
-        from the scratch (addressed as if it held them all: the kernel reads only these)."""
+        """The post kernel on the block's rows of batch ``bi``: each buffer from where that
+        batch's part starts, the product's rows from the scratch (addressed as if it held the
+        whole batch: the kernel reads only these rows)."""
         assert k.post is not None and post_fn is not None and rows_at is not None
-        first = b.add(b.mul(bi, m), ic)
-        rows = e.gep(out_ty, rows_at, b.sub(f.c64(0), b.mul(first, n)))
-        ptrs = [rows if i == ROWS else bufs[i] for i in k.post_bufs]
-        b.call(post_fn, [*ptrs, bufs[-1], sizes, first, b.add(first, b.sub(ic_end, ic))])
+        ptrs = []
+        for i, subs in zip((*k.post_bufs, len(bufs) - 1), k.post_batch, strict=True):
+            if i == POST_ROWS:
+                ptrs.append(e.gep(out_ty, rows_at, b.sub(f.c64(0), b.mul(ic, n))))
+            else:
+                ty = mem_type(k.buffers[i].dtype)
+                ptrs.append(e.gep(ty, bufs[i], batch_offset(f, bi, Strided(subs, 0), bi)))
+        b.call(post_fn, [*ptrs, sizes, ic, ic_end])
 
     tail = b.mul(b.mul(batch, npan), b.mul(kk, f.c64(nr)))  # the panels' max |b| (_emit_pack)
 

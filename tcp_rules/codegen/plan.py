@@ -224,10 +224,11 @@ def _check_matmul(k: MatmulKernel, shapes: list[tuple[int, ...]], sizes: Mapping
     if not fits(a, k.a_at, (m, kk)) or not fits(b, k.b_at, b_rows) or not fits(
             out, k.c_at, (m, n)):
         raise fail(f"matmul shapes {list(a)} @ {list(b)} -> {list(out)} do not agree")
-    if k.post is not None:  # its buffers are ours flattened, its loads inside them
-        flat = [tuple(int(s) for s in buf.shape) for buf in k.post.buffers]
-        ours = [*[shapes[i] for i in k.post_bufs if i >= 0], out]
-        theirs = [f for f, i in zip(flat, (*k.post_bufs, 0), strict=True) if i >= 0]
-        if [int(np.prod(s)) for s in ours] != [int(np.prod(s)) for s in theirs]:
-            raise fail("the row pass's buffers do not match the matmul's")
-        check_step(k.post, flat, {})
+    if k.post is not None:  # each batch's part of its buffers inside ours, its loads inside
+        slabs = [tuple(_size(s, sizes) for s in buf.shape) for buf in k.post.buffers]
+        for i, slab, subs in zip((*k.post_bufs, len(shapes) - 1), slabs, k.post_batch,
+                                 strict=True):
+            if i >= 0 and sum((s - 1) * t for s, t in subs) + int(np.prod(slab)) > int(
+                    np.prod(shapes[i])):
+                raise fail(f"the row pass reads {k.buffers[i].name} beyond its end")
+        check_step(k.post, slabs, sizes)

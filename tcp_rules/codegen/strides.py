@@ -25,14 +25,17 @@ from tcp_rules.codegen.plan import Plan, Step
 from tcp_rules.ir import Apply, Value
 
 Axis = list[tuple[int, int]]  # (size, stride) sub-axes, outermost first; [] has size 1
+VIEWS = ("reshape", "transpose", "broadcast", "load")  # what a view is made of (loads: none)
 
 
 def view_of(v: Value) -> tuple[Value, list[Axis]] | None:
-    """The stored tensor beneath ``v``'s reshapes and transposes (loads skipped) and where each
-    of v's axes lies in it; None for symbolic sizes or a reshape that cuts a sub-axis unevenly."""
+    """The stored tensor beneath ``v``'s reshapes, transposes and broadcasts (loads skipped)
+    and where each of v's axes lies in it (a broadcast axis at stride 0: grouped-query
+    attention's K and V shared by several heads); None for symbolic sizes or a reshape that
+    cuts a sub-axis unevenly."""
     chain: list[Apply] = []
     x = v
-    while isinstance(x, Apply) and x.op.name in ("reshape", "transpose", "load"):
+    while isinstance(x, Apply) and x.op.name in VIEWS:
         chain.append(x)
         x = x.operands[0]
     dims = _static(x)
@@ -46,6 +49,13 @@ def view_of(v: Value) -> tuple[Value, list[Axis]] | None:
     for op in reversed(chain):
         if op.op.name == "transpose":
             axes = [axes[p] for p in op.attr_map["perm"]]
+        elif op.op.name == "broadcast":  # new and expanded axes: stride 0
+            shape = _static(op)
+            if shape is None:
+                return None
+            kept = {d: i for i, d in enumerate(op.attr_map["dims"])}
+            axes = [axes[kept[r]] if r in kept and _size(axes[kept[r]]) == n else
+                    ([(n, 0)] if n != 1 else []) for r, n in enumerate(shape)]
         elif op.op.name == "reshape":
             shape = _static(op)
             got = None if shape is None else _regroup(axes, shape)
@@ -53,6 +63,10 @@ def view_of(v: Value) -> tuple[Value, list[Axis]] | None:
                 return None
             axes = got
     return x, axes
+
+
+def _size(axis: Axis) -> int:
+    return math.prod(s for s, _ in axis)
 
 
 def _static(v: Value) -> list[int] | None:
@@ -120,9 +134,18 @@ def operand_layout(v: Value, transposed: bool = False
     return base, Strided(tuple(batch), ld)
 
 
+def broadcasts(v: Value) -> bool:
+    """Whether ``v``'s view chain (strides.VIEWS) holds a broadcast."""
+    while isinstance(v, Apply) and v.op.name in VIEWS:
+        if v.op.name == "broadcast":
+            return True
+        v = v.operands[0]
+    return False
+
+
 def _transposes(v: Value) -> bool:
-    while isinstance(v, Apply) and v.op.name in ("reshape", "transpose", "load"):
-        if v.op.name == "transpose":
+    while isinstance(v, Apply) and v.op.name in VIEWS:
+        if v.op.name in ("transpose", "broadcast"):
             return True
         v = v.operands[0]
     return False
