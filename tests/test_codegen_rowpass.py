@@ -93,6 +93,14 @@ def rows_of_tokens(batch: int, seq: int, k: int, n: int) -> Func:
     return fuse_everything(f.finish())
 
 
+def narrowed(m: int, k: int, n: int) -> Func:
+    """The product cast to f16 by a kernel of its own (unoptimized): the scratch holds f32."""
+    f = tb.FuncBuilder("narrow")
+    a, b = f.param("a", f"f32[{m}, {k}]"), f.param("b", f"f32[{k}, {n}]")
+    f.ret(tb.apply_op("cast", tb.matmul(a, b), to="f16"))
+    return f.finish()
+
+
 CASES: dict[str, Callable[[], Func]] = {
     "2-d softmax, several blocks": lambda: attention([], 2 * MC + 17, 24, 70),
     "batched softmax": lambda: attention([5], 40, 8, 33),
@@ -100,6 +108,7 @@ CASES: dict[str, Callable[[], Func]] = {
     "masked softmax over heads": lambda: masked(MC + 9, 40),
     "layernorm with a weight": lambda: layernorm(MC + 3, 20, 48),
     "layernorm over tokens": lambda: rows_of_tokens(3, 70, 24, 40),
+    "a cast to f16": lambda: narrowed(MC + 30, 20, 36),
 }
 
 
