@@ -1,4 +1,5 @@
-"""Matmul operands read where they lie, through reshapes and transposes of a stored tensor.
+"""Matmul operands read where they lie, through reshapes, transposes and broadcasts of a stored
+tensor; products written where a copy after them would put them.
 
 Multi-head attention splits a ``[tokens, heads * width]`` projection into heads with a reshape,
 a transpose and a reshape that folds the heads into the batch (``[batch * heads, seq, width]``).
@@ -7,10 +8,13 @@ a different address per batch and a row stride: head h of batch b starts at
 ``b * seq * heads * width + h * width``, and its rows are ``heads * width`` apart.
 
 A view is tracked as one list of (size, stride) sub-axes per axis, outermost first: a
-contiguous tensor has one sub-axis per axis, a transpose permutes the axes, and a reshape
+contiguous tensor has one sub-axis per axis, a transpose permutes the axes, a broadcast adds
+sub-axes of stride 0 (grouped-query attention's K and V, shared by several heads), and a reshape
 regroups the sub-axes in order (splitting one where a new axis ends inside it). A matmul reads
 the view in place when its columns are at unit stride and its rows at one stride (the batch may
-take any sub-axes: :class:`Strided`). Static sizes only.
+take any sub-axes: :class:`Strided`). The other way round, a matmul whose product only a copy
+reads (the heads merged back) writes the copy's layout itself (:func:`write_through_copies`).
+Static sizes only.
 """
 
 from __future__ import annotations
