@@ -73,6 +73,18 @@ class Plan:
         self.buffers.append(buf)
         return len(self.buffers) - 1
 
+    def merge_steps(self, merge: Callable[[Step, Step], Step | None]) -> None:
+        """Replace each step and the step after it by what ``merge`` makes of the two, where
+        it makes one (None: they stay apart); a merged step may merge with the next again."""
+        steps: list[Step] = []
+        for st in self.steps:
+            merged = merge(steps[-1], st) if steps else None
+            if merged is not None:
+                steps[-1] = merged
+            else:
+                steps.append(st)
+        self.steps = steps
+
     def root(self, pid: int) -> int:
         """The buffer holding ``pid``'s storage: its base if it is a view, else itself."""
         b = self.buffers[pid]

@@ -45,15 +45,7 @@ class _NoFuse(Exception):
 
 def fuse_row_passes(plan: Plan) -> None:
     """Fuse each row kernel into the matmul before it, where it qualifies (module docstring)."""
-    steps: list[Step] = []
-    for st in plan.steps:
-        prev = steps[-1] if steps else None
-        fused = _fuse(plan, prev, st) if prev is not None else None
-        if fused is not None:
-            steps[-1] = fused
-        else:
-            steps.append(st)
-    plan.steps = steps
+    plan.merge_steps(lambda m, r: _fuse(plan, m, r))
 
 
 def _fuse(plan: Plan, m: Step, r: Step) -> Step | None:

@@ -159,15 +159,7 @@ def write_through_copies(plan: Plan) -> None:
     """A matmul whose product only a copy right after it reads (attention's heads merged back:
     ``[batch * heads, seq, width]`` to ``[batch, seq, heads * width]``, a transpose) writes
     the copy's output itself, through a strided layout (``MatmulKernel.c_at``)."""
-    steps: list[Step] = []
-    for st in plan.steps:
-        prev = steps[-1] if steps else None
-        merged = _write_through(plan, prev, st) if prev is not None else None
-        if merged is not None:
-            steps[-1] = merged
-        else:
-            steps.append(st)
-    plan.steps = steps
+    plan.merge_steps(lambda m, r: _write_through(plan, m, r))
 
 
 def _write_through(plan: Plan, m: Step, r: Step) -> Step | None:
