@@ -242,6 +242,27 @@ def test_the_memory_check_counts_what_each_engine_allocates(
         memory.check_run(func, {"N": 1000}, "reference")
 
 
+ROW_PASS = """func f(q: f32[N, 8], k: f32[8, N]) -> f32[N, N] {
+  s = load(matmul(q, k))
+  e = exp(sub(s, broadcast(reduce_max(s, axes=[1], keepdims=false), shape=[N, N], dims=[0])))
+  return kernel(div(e, broadcast(reduce_sum(e, axes=[1], keepdims=false), shape=[N, N], dims=[0])))
+}
+"""
+
+
+def test_the_memory_check_leaves_out_a_product_kept_in_scratch(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The softmax runs inside the matmul (codegen/rowpass.py): the N x N product is never
+    allocated, only the result is."""
+    from tcp_rules import memory
+
+    func = func_of(ROW_PASS)
+    monkeypatch.setattr(memory, "available_bytes", lambda: 1 << 20)
+    memory.check_run(func, {"N": 400}, "compiled")  # 625 KiB: the result alone fits
+    with pytest.raises(TcpError, match=r"arrays together\) needs"):  # it makes the product
+        memory.check_run(func, {"N": 400}, "reference")
+
+
 # .npz members ----------------------------------------------------------------------------------
 
 def _npz_with_member(path: Path, member: bytes) -> str:
