@@ -20,6 +20,7 @@ A kernel's canonical text (:func:`kernel_text`) is its identity for caching.
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -285,9 +286,7 @@ class MatmulKernel:
         """[batch,] m, n: the output's shape, or the product's where it is written strided."""
         if self.c_at is None:
             return self.output.shape
-        count = 1
-        for size, _ in self.c_at.batch:
-            count *= size
+        count = math.prod(size for size, _ in self.c_at.batch)
         return ((count,) if self.batched else ()) + (self.m, self.n)
 
 

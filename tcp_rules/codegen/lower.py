@@ -42,7 +42,7 @@ from tcp_rules.codegen.kernel import (
 from tcp_rules.codegen.padding import pad_reader
 from tcp_rules.codegen.plan import Plan, PlanBuffer, Step
 from tcp_rules.codegen.rowpass import fuse_row_passes
-from tcp_rules.codegen.strides import broadcasts, operand_layout, write_through_copies
+from tcp_rules.codegen.strides import has_view, operand_layout, write_through_copies
 from tcp_rules.ir import Apply, Func, Value
 from tcp_rules.ops.fusion import broadcast_hoists
 from tcp_rules.ops.movement import literal_array
@@ -185,10 +185,15 @@ def matmul_sources(v: Apply) -> Sources:
     a_at = None
     if (got := operand_layout(a)) is not None:
         a, a_at = got
-    if broadcasts(b):  # K or V shared by heads (grouped-query attention): stride 0
+
+    def strided() -> Sources | None:
         for b_t in (False, True):
             if (got := operand_layout(b, transposed=b_t)) is not None:
                 return Sources(a, got[0], b_t, a_at=a_at, b_at=got[1])
+        return None
+    # K or V shared by heads (grouped-query attention): a broadcast read at stride 0
+    if has_view(b, ("broadcast",)) and (found := strided()) is not None:
+        return found
     if _swaps_last_two(b):
         assert isinstance(b, Apply)
         return Sources(a, Lowerer.tensor_of(b.operands[0]), True, a_at=a_at)
@@ -198,10 +203,7 @@ def matmul_sources(v: Apply) -> Sources:
             assert isinstance(t, Apply)
             return Sources(a, Lowerer.tensor_of(t.operands[0]), True, (
                 *b.type.dims[:-2], b.type.dims[-1], b.type.dims[-2]), a_at)
-    for b_t in (False, True):
-        if (got := operand_layout(b, transposed=b_t)) is not None:
-            return Sources(a, got[0], b_t, a_at=a_at, b_at=got[1])
-    return Sources(a, b, a_at=a_at)
+    return strided() or Sources(a, b, a_at=a_at)
 
 
 def _rebuffer(n: Node, remap: dict[int, int]) -> Node:
@@ -272,9 +274,8 @@ class Lowerer:
         array. None where the value must be copied there (a param, a constant, inline)."""
         if s.buf is None:
             return None
-        b = self.plan.buffers[s.buf]
-        root = b.base if b.kind == "view" else s.buf
-        return root if root is not None and self.plan.buffers[root].kind == "temp" else None
+        root = self.plan.root(s.buf)
+        return root if self.plan.buffers[root].kind == "temp" else None
 
     # Sources -----------------------------------------------------------------------------------
 
@@ -353,10 +354,9 @@ class Lowerer:
             return self.view(v)
         if name == "reshape":
             def view() -> Src:
-                base = self.buf_of(v.operands[0])
-                root = self.plan.buffers[base].base
+                base = self.plan.root(self.buf_of(v.operands[0]))
                 return self._buffer_src(self.plan.add_buffer(PlanBuffer(
-                    dt, v.type.dims, "view", base=base if root is None else root)), dt)
+                    dt, v.type.dims, "view", base=base)), dt)
 
             def tmpl(kb: KB, idx: Index) -> Node:
                 made = self.src[id(v)]  # (this Src may be a stale copy: read the current one)
@@ -407,9 +407,8 @@ class Lowerer:
         if src.b_shape is not None:
             key = (pb, src.b_shape)
             if key not in self.reshaped:
-                root = self.plan.buffers[pb].base
                 self.reshaped[key] = self.plan.add_buffer(PlanBuffer(
-                    src.b.type.dtype, src.b_shape, "view", base=pb if root is None else root))
+                    src.b.type.dtype, src.b_shape, "view", base=self.plan.root(pb)))
             pb = self.reshaped[key]
         return OperandBufs(pa, pb, src.b_t, src.a_at, src.b_at)
 

@@ -90,6 +90,13 @@ class Plan:
         b = self.buffers[pid]
         return b.base if b.kind == "view" and b.base is not None else pid
 
+    def only_readers(self, pid: int, *steps: Step) -> bool:
+        """Whether ``steps`` (these objects, in this order) are the steps that touch ``pid``'s
+        storage, through any view of it."""
+        touching = [s for s in self.steps if any(self.root(b) == pid for b in s.buffers)]
+        return len(touching) == len(steps) and all(
+            s is t for s, t in zip(touching, steps, strict=True))
+
 
 @dataclass
 class StepInstance:

@@ -336,8 +336,7 @@ def layout(plan: Plan, inst: Instance, addrs: list[tuple[int, int]], threads: in
     last: dict[int, int] = {}
     for s, st in enumerate(plan.steps):
         for i in st.buffers:
-            root = plan.buffers[i].base if plan.buffers[i].kind == "view" else i
-            assert root is not None
+            root = plan.root(i)
             first.setdefault(root, s)
             last[root] = s
     arena = _Arena()

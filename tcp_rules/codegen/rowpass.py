@@ -56,10 +56,9 @@ def _fuse(plan: Plan, m: Step, r: Step) -> Step | None:
     prod = m.buffers[-1]
     if plan.buffers[prod].kind != "temp" or prod in plan.results:
         return None
-    readers = [s for s in plan.steps if any(plan.root(b) == prod for b in s.buffers)]
     inputs = list(r.buffers[:-1])
     at = [i for i, b in enumerate(inputs) if plan.root(b) == prod]
-    if readers != [m, r] or len(at) != 1 or plan.root(r.buffers[-1]) == prod:
+    if not plan.only_readers(prod, m, r) or len(at) != 1 or plan.root(r.buffers[-1]) == prod:
         return None
     # the row kernel's size parameters as the matmul's (its post function reads theirs)
     if any(d not in m.sizes for d in r.sizes):
@@ -134,12 +133,12 @@ def _per_batch(k: Kernel, lead: int, names: dict[str, str], sizes: tuple[str, ..
     memo: dict[int, Node] = {}
 
     def var(a: Affine) -> str | None:
-        """The one loop variable ``a`` is (coefficient 1, nothing else), None for 0."""
+        """The one loop variable ``a`` is, None for 0 (_NoFuse for anything else)."""
         if not a.vars and not a.sizes and a.const == 0:
             return None
-        if len(a.vars) == 1 and a.vars[0][1] == 1 and not a.sizes and a.const == 0:
-            return a.vars[0][0]
-        raise _NoFuse
+        if (v := _single(a)) is None:
+            raise _NoFuse
+        return v
 
     def batch_at(shape: tuple[Size, ...], vs: list[str | None]) -> tuple[tuple[int, int], ...]:
         """Sub-axes over the batch axes for a buffer whose leading axes read ``vs``."""
@@ -158,7 +157,7 @@ def _per_batch(k: Kernel, lead: int, names: dict[str, str], sizes: tuple[str, ..
         if not idx:
             return (), (), batch_at(shape, [])
         n = len(rows)
-        if rows and len(idx) >= n and _names(idx[-n:]) == rows and list(
+        if rows and len(idx) >= n and [_single(a) for a in idx[-n:]] == rows and list(
                 shape[-n:]) == dom[lead:-1]:  # one value per row
             return (nrows,), (Affine.var("d0"),), batch_at(shape, [var(i) for i in idx[:-n]])
         last = idx[-1]
@@ -211,7 +210,7 @@ def _per_batch(k: Kernel, lead: int, names: dict[str, str], sizes: tuple[str, ..
     return Kernel(k.name + "_rows", (*bufs, out), sizes, domain, value, None), batches
 
 
-def _names(idx: tuple[Affine, ...]) -> list[str | None]:
-    """The loop variable each index is by itself, or None."""
-    return [a.vars[0][0] if len(a.vars) == 1 and a.vars[0][1] == 1 and not a.sizes
-            and a.const == 0 else None for a in idx]
+def _single(a: Affine) -> str | None:
+    """The loop variable ``a`` is by itself (coefficient 1, nothing added), else None."""
+    return (a.vars[0][0] if len(a.vars) == 1 and a.vars[0][1] == 1 and not a.sizes
+            and a.const == 0 else None)

@@ -133,23 +133,15 @@ def operand_layout(v: Value, transposed: bool = False
     ld = rows[0][1] if rows else ncols
     contiguous = (ld == ncols or nrows == 1) and (
         not batch or batch == [(batch[0][0], nrows * ncols)])
-    if contiguous and not _transposes(v):
+    if contiguous and not has_view(v, ("transpose", "broadcast")):
         return None  # a reshape of a contiguous tensor: a view of its buffer
     return base, Strided(tuple(batch), ld)
 
 
-def broadcasts(v: Value) -> bool:
-    """Whether ``v``'s view chain (strides.VIEWS) holds a broadcast."""
+def has_view(v: Value, ops: tuple[str, ...]) -> bool:
+    """Whether ``v``'s view chain (VIEWS) holds one of ``ops``."""
     while isinstance(v, Apply) and v.op.name in VIEWS:
-        if v.op.name == "broadcast":
-            return True
-        v = v.operands[0]
-    return False
-
-
-def _transposes(v: Value) -> bool:
-    while isinstance(v, Apply) and v.op.name in VIEWS:
-        if v.op.name in ("transpose", "broadcast"):
+        if v.op.name in ops:
             return True
         v = v.operands[0]
     return False
@@ -170,9 +162,8 @@ def _write_through(plan: Plan, m: Step, r: Step) -> Step | None:
     prod = m.buffers[-1]
     if plan.buffers[prod].kind != "temp" or prod in plan.results:
         return None
-    readers = [s for s in plan.steps if any(plan.root(b) == prod for b in s.buffers)]
     ld = rk.value
-    if (readers != [m, r] or not isinstance(ld, Load) or ld.mask is not None
+    if (not plan.only_readers(prod, m, r) or not isinstance(ld, Load) or ld.mask is not None
             or ld.other is not None or ld.dtype is not mk.output.dtype
             or rk.output.dtype is not mk.output.dtype
             or plan.root(r.buffers[ld.buf]) != prod or plan.root(r.buffers[-1]) == prod):
