@@ -21,7 +21,7 @@ from tcp_rules import build as tb
 from tcp_rules.codegen import compile_func
 from tcp_rules.codegen.emit import F32_SUM_BLOCK
 from tcp_rules.codegen.kernel import MatmulKernel
-from tcp_rules.codegen.matmul import packs_a, tile_shape
+from tcp_rules.codegen.matmul import IN_PLACE_PANELS, packs_a, tile_shape
 from tcp_rules.interpret import evaluate
 from tcp_rules.ir import Apply, Func
 from tcp_rules.pipeline import load_module_file
@@ -419,14 +419,14 @@ def _static_matmul(dt: DType, batch: int, m: int, k: int, n: int) -> Func:
 @pytest.mark.parametrize("dt", [F32, F64, I32, I64])
 @pytest.mark.parametrize(("batch", "m", "k"), [(0, 1, 1), (0, 7, 13), (0, 101, 37),
                                                (0, 200, 64), (3, 9, 20)])
-@pytest.mark.parametrize("panels", [0.5, 2])
+@pytest.mark.parametrize("panels", [0.5, IN_PLACE_PANELS])
 def test_narrow_matmul_reads_a_in_place(dt: DType, batch: int, m: int, k: int,
                                         panels: float) -> None:
-    """With one or two panels of B (a static N of at most 2 NR) the tiles read A where it lies
-    instead of packing it: bit for bit what the packing kernel gives (the same sums in the same
-    order), over several blocks of rows and a last tile of missing rows; products that overflow
-    (at k = 0, and at k - 2 of the last row, where the pass taking A's maximum ends in its
-    element by element tail) take the rounded products, as the reference does."""
+    """With a few panels of B (a static N of at most IN_PLACE_PANELS NR) the tiles read A where
+    it lies instead of packing it: bit for bit what the packing kernel gives (the same sums in
+    the same order), over several blocks of rows and a last tile of missing rows; products that
+    overflow (at k = 0, and at k - 2 of the last row, where the pass taking A's maximum ends in
+    its element by element tail) take the rounded products, as the reference does."""
     nr = tile_shape(dt)[1]
     n = max(1, int(panels * nr))
     func = _static_matmul(dt, batch, m, k, n)

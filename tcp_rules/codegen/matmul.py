@@ -14,7 +14,7 @@ buffer.
 
 Each block of MC rows of A is packed too (``[tile][k][MR]``) into a scratch buffer of MC x K
 elements that the caller provides per thread: the MR rows a tile reads sit 4 KiB apart for
-K = 1024 and would otherwise collide in the same cache sets. With one or two panels of B a block
+K = 1024 and would otherwise collide in the same cache sets. With up to four panels of B a block
 is read too few times to repay its packing (:func:`packs_a`): tiles then read A in place.
 
 IEEE specials as the reference (ops/linalg.py ``matmul_reference``): a fused multiply-add never
@@ -51,6 +51,7 @@ from tcp_rules.types import DType
 
 MC = 96  # rows per block: an MC x K block of A stays in L2 while the panels pass
 LINE = 64  # bytes: the parts of a worker's scratch start on cache lines
+IN_PLACE_PANELS = 4  # up to this many panels of B, tiles read A in place (packs_a)
 
 
 def tile_shape(dt: DType, target: jit.Target | None = None) -> tuple[int, int, int]:
@@ -70,9 +71,11 @@ def packs_a(k: MatmulKernel, target: jit.Target | None = None) -> bool:
     """Whether the kernel packs each block of A (else its tiles read A where it lies). A packed
     block is read once per panel of B: with one or two panels (attention's P V, a narrow
     output) packing costs more than it saves, 2-8% measured on 512x512x64 to 2048x256x48;
-    from four panels on it is even or better."""
+    with four, reading in place was 2-5% faster on attention's batched 128x64x128 (Q K^T)
+    and even on 1024x784x128 and 1024x1024x128 (f32, AVX-512, interleaved in one process);
+    from eight panels on packing pays."""
     _, nr, _ = tile_shape(k.buffers[0].dtype, target)
-    return not (isinstance(k.n, int) and k.n <= 2 * nr)
+    return not (isinstance(k.n, int) and k.n <= IN_PLACE_PANELS * nr)
 
 
 def worker_scratch(k: MatmulKernel, kk: int, n: int, target: jit.Target | None = None
