@@ -263,7 +263,7 @@ def _opt_options(args: argparse.Namespace) -> OptOptions:
     for name, value in (("--iter-limit", args.iter_limit), ("--node-limit", args.node_limit),
                         ("--time-limit", args.time_limit), ("--match-limit", args.match_limit),
                         ("--ban-length", args.ban_length)):
-        if value <= 0:
+        if value is not None and value <= 0:
             raise TcpError.at(f"{name} must be positive")
     if args.default_size < 1:
         raise TcpError.at("--default-size must be at least 1")
@@ -444,7 +444,7 @@ def cmd_ops(args: argparse.Namespace) -> int:
 
 
 def _opt_arguments(p: argparse.ArgumentParser) -> None:
-    from tcp_rules.egraph.saturate import Limits
+    from tcp_rules.egraph.saturate import NODES, NODES_PER_ENODE, Limits
     from tcp_rules.egraph.scheduler import Backoff
     from tcp_rules.extract.cost import RooflineCost
 
@@ -461,9 +461,10 @@ def _opt_arguments(p: argparse.ArgumentParser) -> None:
                    help="soundness classes the optimizer may use (default: exact,approx)")
     p.add_argument("--iter-limit", type=int, default=Limits.iterations,
                    help=f"iterations per phase (default {Limits.iterations})")
-    p.add_argument("--node-limit", type=int, default=Limits.nodes,
+    p.add_argument("--node-limit", type=int, default=None,
                    help="e-nodes the e-graph may hold; a rule runs only if its matches fit "
-                        f"(default {Limits.nodes})")
+                        f"(default: {NODES:,} or {NODES_PER_ENODE} per e-node of the loaded "
+                        "program, whichever is more)")
     p.add_argument("--time-limit", type=float, default=Limits.seconds, metavar="S")
     p.add_argument("--match-limit", type=int, default=Backoff.match_limit, metavar="N",
                    help="back-off scheduler: matches a rule may apply per iteration before it "

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from tcp_rules.diagnostics import Source
 from tcp_rules.egraph.encode import Tables, encode_program, encode_rule
-from tcp_rules.egraph.saturate import Limits
+from tcp_rules.egraph.saturate import NODES, NODES_PER_ENODE, Limits
 from tcp_rules.egraph.scheduler import Backoff
 from tcp_rules.elaborate import load_program
 from tcp_rules.inputs import random_inputs
@@ -114,6 +114,7 @@ def test_report_schema() -> None:
                               {"name": "explore", "stop": "saturated"}]
     assert data["nodes"]["limit"] == FAST.limits.nodes and data["nodes"]["over"] == 0
     assert data["nodes"]["peak"] == max(it["enodes"] for it in data["iterations"])
+    assert 0 < data["nodes"]["loaded"] <= data["nodes"]["peak"]
     assert set(data["backoff"]) == {"match_limit", "ban_length", "round_iterations", "patience",
                                     "bans", "dropped"}
     assert data["stop_reason"] == "saturated"
@@ -185,6 +186,22 @@ def test_node_limit_holds_inside_an_iteration(tmp_path: Path, backoff: Backoff) 
     else:
         assert data["stop_reason"] in ("node limit", "fixpoint", "saturated")
         assert data["backoff"]["bans"]  # the expansive rules hit their budgets
+
+
+@pytest.mark.parametrize("ops", [10, 400])
+def test_the_default_node_limit_scales_with_the_program(ops: int) -> None:
+    """Without --node-limit, the limit is NODES or NODES_PER_ENODE per e-node of the loaded
+    program, whichever is more, and the phases' shares of it scale along (a fixed 50,000 cut a
+    6-layer encoder's first phase short); a limit given is the limit."""
+    chain = "\n".join(f"  x{i} = neg({'x' if i == 0 else f'x{i - 1}'})" for i in range(ops))
+    f = func(f"func f(x: f32[8]) -> f32[8] {{\n{chain}\n  return x{ops - 1}\n}}")
+    result = optimize(f, RULES, OptOptions(isolate=False, limits=Limits(iterations=1)))
+    nodes = result.report.to_json()["nodes"]
+    assert ops < nodes["loaded"] <= 2 * ops  # the ops and the parameter
+    assert nodes["limit"] == max(NODES, NODES_PER_ENODE * nodes["loaded"])
+    assert (nodes["limit"] > NODES) == (ops == 400)
+    given = optimize(f, RULES, OptOptions(isolate=False, limits=Limits(iterations=1, nodes=999)))
+    assert given.report.to_json()["nodes"]["limit"] == 999
 
 
 def test_a_rule_that_equates_different_types_is_named(tmp_path: Path) -> None:

@@ -18,7 +18,10 @@ schema (version 2):
                  "patience": int,
                  "bans": {rule: int},          # how often each rule was banned
                  "dropped": {rule: int}},      # matches found but not applied (banned)
-     "nodes": {"limit": int, "peak": int,      # the e-graph's largest size
+     "nodes": {"limit": int,                   # --node-limit, or the default's value for
+                                               # this program (Limits.node_limit)
+               "loaded": int,                  # the program's e-nodes before any rule ran
+               "peak": int,                    # the e-graph's largest size
                "over": int},                   # e-nodes past the limit it stopped on (0)
      "extractor": str, "extraction_seconds": float,
      "cost": {"before": float, "after": float},
@@ -56,6 +59,7 @@ class RunReport:
     bans: dict[str, int] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)
     node_limit: int = 0
+    loaded_enodes: int = 0
     peak_enodes: int = 0
     over_limit: int = 0
     extractor: str = ""
@@ -73,7 +77,8 @@ class RunReport:
                         "round_iterations": backoff.round_iterations,
                         "patience": backoff.patience}
         self.bans, self.dropped = dict(sat.backoff.bans), dict(sat.backoff.dropped)
-        self.node_limit, self.peak_enodes = limits.nodes, sat.peak_enodes
+        self.node_limit = sat.node_limit or limits.node_limit(sat.loaded_enodes)
+        self.loaded_enodes, self.peak_enodes = sat.loaded_enodes, sat.peak_enodes
         self.over_limit = max(0, sat.peak_enodes - sat.node_cap) if sat.node_cap else 0
 
     def phases(self) -> list[tuple[str, str]]:
@@ -93,8 +98,8 @@ class RunReport:
             "matches": dict(sorted(self.matches.items())),
             "backoff": {**self.backoff, "bans": dict(sorted(self.bans.items())),
                         "dropped": dict(sorted(self.dropped.items()))},
-            "nodes": {"limit": self.node_limit, "peak": self.peak_enodes,
-                      "over": self.over_limit},
+            "nodes": {"limit": self.node_limit, "loaded": self.loaded_enodes,
+                      "peak": self.peak_enodes, "over": self.over_limit},
             "extractor": self.extractor, "extraction_seconds": round(self.extraction_seconds, 6),
             "cost": {"before": self.cost_before, "after": self.cost_after},
             "kept_original": self.kept_original,
@@ -123,7 +128,8 @@ class RunReport:
             lines += [f"  {self.bans[n]:>3}x  {n} ({self.dropped.get(n, 0)} matches dropped)"
                       for n in sorted(self.bans, key=lambda n: -self.dropped.get(n, 0))]
         if self.node_limit:
-            lines.append(f"e-nodes: peak {self.peak_enodes} (limit {self.node_limit}"
+            lines.append(f"e-nodes: {self.loaded_enodes} loaded, peak {self.peak_enodes} "
+                         f"(limit {self.node_limit}"
                          + (f", {self.over_limit} over" if self.over_limit else "") + ")")
         change = (1 - self.cost_after / self.cost_before) * 100 if self.cost_before else 0.0
         lines.append(f"cost: {self.cost_before:.6g} -> {self.cost_after:.6g} "

@@ -44,14 +44,26 @@ from tcp_rules.egraph.tables_needed import needed
 from tcp_rules.ir import Func
 from tcp_rules.rules.model import Rule
 
+NODES = 50_000  # the default node limit's floor
+# ... and per e-node of the loaded program: the phases' shares of the limit are fixed, so a
+# fixed limit stopped a 6-layer encoder's first phase (683 e-nodes loaded) at the node limit,
+# 53 kernels where 51 came out under 100,000; at 200 the 2-layer encoder (235) keeps 50,000
+NODES_PER_ENODE = 200
+
 
 @dataclass(frozen=True)
 class Limits:
-    """When saturation stops: iterations (per phase), e-nodes, seconds."""
+    """When saturation stops: iterations (per phase), e-nodes, seconds. ``nodes=None`` (the
+    default) scales with the program: :meth:`node_limit`."""
 
     iterations: int = 12  # per phase
-    nodes: int = 50_000  # e-nodes in the e-graph, checked before each rule is applied
+    nodes: int | None = None  # e-nodes in the e-graph, checked before each rule is applied
     seconds: float = 10.0
+
+    def node_limit(self, loaded: int) -> int:
+        """The node limit for a program whose e-graph held ``loaded`` e-nodes when loaded: the
+        one given, else NODES or NODES_PER_ENODE per loaded e-node, whichever is more."""
+        return self.nodes if self.nodes is not None else max(NODES, NODES_PER_ENODE * loaded)
 
 
 @dataclass
@@ -83,6 +95,8 @@ class Saturation:
     phase_stops: list[str] = field(default_factory=list)
     backoff: BackoffState = field(default_factory=lambda: BackoffState(Backoff()))
     peak_enodes: int = 0
+    loaded_enodes: int = 0  # the program's e-nodes, before any rule ran
+    node_limit: int = 0  # the run's (Limits.node_limit), once saturate has started
     node_cap: int = 0  # the node limit of the phase that stopped on it (0: none did)
 
 
@@ -187,7 +201,7 @@ def load(func: Func, rules: Sequence[Rule], schedule: Schedule = (),
              else default_phases(chosen, algebra))
     sat = Saturation(eg, tables_, roots, text, loaded, skipped, plans=plans,
                      backoff=BackoffState(backoff or Backoff()))
-    sat.peak_enodes = sizes(eg)[0]
+    sat.peak_enodes = sat.loaded_enodes = sizes(eg)[0]
     return sat
 
 
@@ -341,11 +355,12 @@ def saturate(sat: Saturation, limits: Limits, deadline: float | None = None,
     start = time.perf_counter()
     deadline = deadline if deadline is not None else start + limits.seconds
     last = len(sat.plans) - 1
+    nodes = sat.node_limit = limits.node_limit(sat.loaded_enodes)
     for phase in range(len(sat.plans)):
         share = 1.0 if phase == last else (phase + 1) / last
         end = min(deadline, start + limits.seconds * (share if phase == last
                                                       else EARLY_PHASES_SHARE * share))
-        cap = max(1, int(limits.nodes * (share if phase == last else EARLY_NODES_SHARE * share)))
+        cap = max(1, int(nodes * (share if phase == last else EARLY_NODES_SHARE * share)))
         stop = _run_phase(sat, phase, limits, end, cap, on_iteration, round_cost)
         sat.phase_stops.append(stop)
         if stop == "node limit" and not sat.node_cap:
