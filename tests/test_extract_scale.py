@@ -196,6 +196,26 @@ def test_a_shared_tensor_is_paid_once_and_a_body_per_kernel() -> None:
     assert dag.choice[4].op is kernel and dag.cost == (1 + 1 + 5) + (1 + 5)
 
 
+def test_of_two_as_cheap_a_body_reads_the_tensor_rather_than_recompute_it() -> None:
+    """A body that can read tensor t (load) or recompute it inline costs the same either way
+    in its own sub-DAG; but t is computed once for the whole program and a body in every
+    kernel that reads it, so the tie goes to the load (greedy.prefer). First evaluated, the
+    recomputation used to win it."""
+    add, kernel, load = OPS["add"], OPS["kernel"], OPS["load"]
+    classes = {
+        0: EClass(0, TY, [ENode(None, (), (), "x")]),
+        1: EClass(1, TY, [ENode(add, (0,), (("cost", 5),))], Sort.BODY),  # t's computation
+        2: EClass(2, TY, [ENode(kernel, (1,), (("cost", 0),))]),  # t: work 5
+        3: EClass(3, TY, [ENode(add, (0,), (("cost", 5),)),  # recompute t inline: 5
+                          ENode(load, (2,), (("cost", 0),))], Sort.BODY),  # read t: 0 + 5
+        4: EClass(4, TY, [ENode(kernel, (3,), (("cost", 1),))]),
+        5: EClass(5, TY, [ENode(add, (2, 4), (("cost", 1),))]),  # uses t, and the kernel
+    }
+    dag = greedy_dag(Snapshot(classes, [5]), AttrCost())
+    assert dag.choice[3].op is load
+    assert dag.cost == 1 + 5 + 1  # the root, t once, the kernel reading it (not 1 + 5 + 1 + 5)
+
+
 @pytest.mark.parametrize("width", [2, 5, 40])  # a few bits peeled off, many found with numpy
 @pytest.mark.parametrize("bodies", [False, True])
 def test_greedy_dag_weighs_what_every_child_adds(width: int, bodies: bool) -> None:

@@ -13,7 +13,7 @@ import pytest
 from codegen.support import tcpr_cache  # noqa: F401
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from numerics import assert_close_to_reference
+from numerics import assert_close_to_reference, error_bounds
 from test_codegen_structure import programs
 
 from tcp_rules.codegen.runtime import compile_func
@@ -255,3 +255,40 @@ def test_an_imported_linear_layers_bias_runs_in_its_matmul_epilogue() -> None:
         xs = random_inputs(f, {}, seed=3)
         assert_close_to_reference(list(compile_func(opt)(*xs)), f, xs, "linear layers")
     assert counts[0] == 2 and counts[1] > 2, counts
+
+
+def _zoo_encoder(layers: int) -> Func:
+    from tcp_rules.frontends.onnx import import_model
+    from tcp_rules.frontends.onnx.zoo import encoder_layer
+
+    model = encoder_layer(d_model=16, heads=2, d_ff=32, layers=layers)
+    return import_model(model, {"batch": 2, "seq": 8}, where="zoo").module.funcs[0]
+
+
+@pytest.mark.parametrize("layers", [1, 3])
+def test_every_layer_of_the_zoo_encoder_fuses_alike(layers: int) -> None:
+    """A transformer encoder (frontends/onnx/zoo.py, small sizes) optimizes to 8 plan steps a
+    layer, its last one and the lone layer included: the 3 projections, Q K^T with its softmax,
+    P V writing the heads merged, the output projection with its residual and layernorm, the
+    first feed-forward matmul with its GELU, the second with its residual and layernorm. The
+    greedy extraction let residuals recompute a layernorm that the program also materialized
+    (a tie within rounding), and they stayed kernels of their own: 10 steps a layer."""
+    from tcp_rules.codegen.lower import lower_func
+
+    result = optimize(_zoo_encoder(layers), STD, OptOptions(isolate=False, algebra=False))
+    assert result.report.stop_reason == "saturated"
+    assert len(lower_func(result.func).steps) == 8 * layers
+
+
+def test_the_fused_zoo_encoder_layer_computes_the_layer() -> None:
+    """The 8 kernels of an encoder layer within the reference's error bound, on tokens N(0, 1)
+    and weights N(0, 1/4), as initialized for 16 inputs (with random_inputs' wider weights the
+    softmax logits grow so large that the bound overflows; through more layers it does too)."""
+    func = _zoo_encoder(1)
+    result = optimize(func, STD, OptOptions(isolate=False, algebra=False))
+    rng = np.random.default_rng(1)
+    ins = [(rng.standard_normal(a.shape) * (0.25 if i else 1.0)).astype(a.dtype)
+           for i, a in enumerate(random_inputs(func, seed=1))]
+    want, bounds = error_bounds(func, ins)
+    assert np.max(bounds[0]) < 0.05 * np.max(np.abs(want[0]))  # a bound that can fail
+    assert_close_to_reference(compile_func(result.func)(*ins), func, ins, "zoo encoder")

@@ -22,7 +22,7 @@ import numpy as np
 
 from tcp_rules.extract.choice import INF, Extraction, finish, node_costs
 from tcp_rules.extract.cost import CostModel
-from tcp_rules.extract.order import TOLERANCE, superior_order
+from tcp_rules.extract.order import superior_order, tolerance
 from tcp_rules.extract.snapshot import ENode, Snapshot
 from tcp_rules.sorts import Sort
 
@@ -66,8 +66,8 @@ def greedy_dag(snap: Snapshot, model: CostModel) -> Extraction:
             key = tuple(sorted(set(kids)))
             if key not in unions:
                 if bound < INF and (own + max(map(tsum.__getitem__, key))
-                                    + max(map(bsum.__getitem__, key))) >= bound - TOLERANCE:
-                    return None  # no cheaper than the class's tentative choice
+                                    + max(map(bsum.__getitem__, key))) > bound + tolerance(bound):
+                    return None  # dearer than the class's tentative choice
                 unions[key] = tensors.union_weight(key), bodies.union_weight(key)
             ts, bs = unions[key]
         return ts + bs + own, (ts, bs, own)
@@ -82,7 +82,15 @@ def greedy_dag(snap: Snapshot, model: CostModel) -> Extraction:
             tensors.add(cid, kids, ts, None)
             bodies.add(cid, kids, bs, own)
 
-    pick = superior_order(snap, costs, evaluate, finalize)
+    def prefer(data: _Data, tentative: _Data) -> bool:
+        """Of two nodes as cheap, the one with more of its cost in the tensors it reaches: a
+        tensor is computed once for the whole program, a body in each kernel that reads it, so
+        a body that reads a tensor shares it with the rest of the program where one that
+        recomputes it does not (the zoo encoder's residuals recomputed their layernorms, and
+        stayed kernels of their own: 10 kernels a layer where 8 cost less)."""
+        return data[0] > tentative[0] + tolerance(tentative[0])
+
+    pick = superior_order(snap, costs, evaluate, finalize, prefer)
     return finish(snap, pick, costs, "dag", start)
 
 

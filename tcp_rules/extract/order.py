@@ -23,20 +23,30 @@ from collections.abc import Callable
 from tcp_rules.extract.choice import INF
 from tcp_rules.extract.snapshot import ENode, Snapshot
 
-TOLERANCE = 1e-9  # a node replaces a class's tentative choice only when cheaper by this much
+# Totals within this fraction of each other are equal: a class's total sums its sub-DAG's costs
+# (1e8 on a model), whose rounding differs in the last bits between two nodes with the same
+# sub-DAG cost (seen: 2e-8 apart, a 4-layer encoder's layernorm read vs recomputed).
+TOLERANCE = 1e-12
+
+
+def tolerance(total: float) -> float:
+    """How far from ``total`` another total is still equal to it."""
+    return TOLERANCE * max(abs(total), 1.0)
 
 
 def superior_order[E](snap: Snapshot, costs: dict[tuple[int, int], float],
                       evaluate: Callable[[int, ENode, float, float], tuple[float, E] | None],
-                      finalize: Callable[[int, ENode, float, E], None]) -> dict[int, ENode]:
+                      finalize: Callable[[int, ENode, float, E], None],
+                      prefer: Callable[[E, E], bool] | None = None) -> dict[int, ENode]:
     """The final choice of every class that has a finite-cost term.
 
     ``evaluate(class, node, own cost, bound)`` is called at most once per node with a finite
     own cost, when its children are all final and its class is not, and gives the node's total
     and data for ``finalize``, or None where the node cannot be used or cannot cost less than
     ``bound`` (the class's tentative total, inf if none: a cheap lower bound can save the
-    work); ``finalize(class, node, total, data)`` is called once per class with a term, in
-    order of total, with the node chosen for it."""
+    work) nor as much (within :func:`tolerance`) where ``prefer`` is given;
+    ``prefer(data, tentative data)`` breaks such ties; ``finalize(class, node, total, data)``
+    is called once per class with a term, in order of total, with the node chosen for it."""
     nodes: list[tuple[int, ENode, float]] = []  # by a flat index: class, node, own cost
     waiting: list[int] = []  # per node: how many of its distinct child classes are not final
     users: dict[int, list[int]] = {c: [] for c in snap.classes}
@@ -62,10 +72,16 @@ def superior_order[E](snap: Snapshot, costs: dict[tuple[int, int], float],
         cid, node, cost = nodes[g]
         bound = best.get(cid, INF)
         result = evaluate(cid, node, cost, bound)
-        if result is not None and result[0] < bound - TOLERANCE:
-            best[cid] = result[0]
-            entry[cid] = (node, result[1])
-            heapq.heappush(heap, (result[0], cid))
+        if result is None:
+            return
+        total, data = result
+        if bound == INF or total < bound - tolerance(bound):
+            best[cid] = total
+            entry[cid] = (node, data)
+            heapq.heappush(heap, (total, cid))
+        elif prefer is not None and total <= bound + tolerance(bound) and prefer(
+                data, entry[cid][1]):  # as cheap: the tie goes to the preferred data
+            entry[cid] = (node, data)  # (the class's heap entry stays, with its total)
 
     for g, w in enumerate(waiting):
         if w == 0:
