@@ -80,7 +80,6 @@ class Graph:
 def graphs(small: bool = False, seed: int = 0) -> list[Graph]:
     """The suite's graphs at realistic sizes, or at tiny ones (``small``, for tests)."""
     from tcp_rules.frontends.onnx.expanded import REALISTIC, SMALL, expansions
-    from tcp_rules.frontends.onnx.zoo import encoder_layer
 
     out = []
     for name, ex in expansions(SMALL if small else REALISTIC).items():
@@ -93,14 +92,24 @@ def graphs(small: bool = False, seed: int = 0) -> list[Graph]:
         body = max(o.version for o in model.opset_import)
         out.append(Graph(name, f"ONNX {ex.op} (opset {ex.opset}) body, in opset {body}",
                          model))
-    d_model, heads, d_ff = (16, 2, 32) if small else (256, 4, 1024)
-    dims = {"batch": 2, "seq": 8} if small else {"batch": 8, "seq": 128}
-    out.append(Graph("encoder-2", f"zoo encoder: 2 layers, d_model {d_model}, {heads} heads",
-                     encoder_layer(d_model=d_model, heads=heads, d_ff=d_ff, layers=2), dims))
+    out.append(encoder(2, small))
     rng = np.random.default_rng(seed)
     for g in out:
         g.feeds = _feeds(g, rng)
     return out
+
+
+def encoder(layers: int, small: bool = False) -> Graph:
+    """The zoo's transformer encoder (frontends/onnx/zoo.py) with ``layers`` layers: d_model
+    256, 4 heads, d_ff 1024 over 8 sequences of 128 tokens (small: 16, 2, 32 over 2 of 8);
+    its feeds are left to fill."""
+    from tcp_rules.frontends.onnx.zoo import encoder_layer
+
+    d_model, heads, d_ff = (16, 2, 32) if small else (256, 4, 1024)
+    dims = {"batch": 2, "seq": 8} if small else {"batch": 8, "seq": 128}
+    return Graph(f"encoder-{layers}", f"zoo encoder: {layers} layers, d_model {d_model}, "
+                 f"{heads} heads", encoder_layer(d_model=d_model, heads=heads, d_ff=d_ff,
+                                                 layers=layers), dims)
 
 
 def _feeds(g: Graph, rng: np.random.Generator) -> dict[str, np.ndarray]:

@@ -60,6 +60,29 @@ def growth(name: str, func: Func, rules: list[Any], limits: Limits) -> dict[str,
             "cost_before": r.cost_before, "cost_after": r.cost_after}
 
 
+DEPTHS = (2, 4, 6, 12)  # layers of the zoo encoder in the optimizer suite
+
+
+def depth(layers: int, rules: list[Any]) -> dict[str, Any]:
+    """The zoo encoder with ``layers`` layers (benchmodels.encoder) optimized under the default
+    limits, as ``tcpr opt`` does: time, stop reason, node limit and peak, and the plan steps
+    (kernels) before and after, 8 a layer at best."""
+    from tcp_rules.benchmodels import encoder, kernel_count
+    from tcp_rules.frontends.onnx import import_model
+
+    g = encoder(layers)
+    assert g.model is not None
+    func = import_model(g.model, g.dims, where=g.name).module.funcs[0]
+    start = time.perf_counter()
+    result = optimize(func, rules, OptOptions())
+    seconds = round(time.perf_counter() - start, 3)
+    nodes = result.report.to_json()["nodes"]
+    return {"layers": layers, "ops": len(func.ops()), "seconds": seconds,
+            "stop": result.report.stop_reason, "node_limit": nodes["limit"],
+            "peak": nodes["peak"], "kernels_before": kernel_count(func),
+            "kernels_after": kernel_count(result.func)}
+
+
 def dag_vs_ilp(name: str, func: Func, rules: list[Any], iterations: int) -> dict[str, Any]:
     sat = load(func, select_rules(rules, ("exact", "approx")))
     saturate(sat, Limits(iterations=iterations, nodes=3000, seconds=30))
@@ -118,9 +141,14 @@ def optimizer_suite(as_json: bool = False) -> str:
                        Limits(iterations=12, nodes=20_000, seconds=10)))
     gaps = [dag_vs_ilp(n, f, rules, it) for n, f in funcs.items() for it in (2, 4)]
     scale = [extraction_scale(*g) for g in scale_egraphs(rules)]
+    try:
+        import onnx  # noqa: F401  (the encoders are ONNX graphs, imported)
+        depths: list[dict[str, Any]] | None = [depth(n, rules) for n in DEPTHS]
+    except ImportError:
+        depths = None
     if as_json:
-        return json.dumps({"growth": rows, "extraction": gaps, "extraction_at_scale": scale},
-                          indent=2)
+        return json.dumps({"growth": rows, "extraction": gaps, "extraction_at_scale": scale,
+                           "depth": depths}, indent=2)
     out = [f"{'program':<16}{'ops':>6}{'iters':>6}  {'stop':<16}{'seconds':>8}  "
            "e-nodes per iteration"]
     out += [f"{r['program']:<16}{r['ops']:>6}{r['iterations']:>6}  {r['stop']:<16}"
@@ -136,6 +164,15 @@ def optimizer_suite(as_json: bool = False) -> str:
             f"{'-' if r['snapshot_seconds'] is None else r['snapshot_seconds']:>11}"
             f"{r['tree_seconds']:>8.2f}{r['dag_seconds']:>8.2f}{r['tree_cost']:>12.0f}"
             f"{r['dag_cost']:>12.0f}" for r in scale]
+    out.append("\nthe zoo encoder by depth, default limits (8 kernels a layer at best)")
+    if depths is None:
+        out.append("  skipped: needs onnx (pip install 'tcp-rules[onnx]')")
+    else:
+        out.append(f"{'layers':>6}{'ops':>6}{'seconds':>9}  {'stop':<16}{'node limit':>11}"
+                   f"{'peak':>8}{'kernels':>9}{'after':>7}")
+        out += [f"{r['layers']:>6}{r['ops']:>6}{r['seconds']:>9.2f}  {r['stop']:<16}"
+                f"{r['node_limit']:>11,}{r['peak']:>8,}{r['kernels_before']:>9}"
+                f"{r['kernels_after']:>7}" for r in depths]
     return "\n".join(out)
 
 

@@ -258,11 +258,12 @@ def test_an_imported_linear_layers_bias_runs_in_its_matmul_epilogue() -> None:
 
 
 def _zoo_encoder(layers: int) -> Func:
+    from tcp_rules.benchmodels import encoder
     from tcp_rules.frontends.onnx import import_model
-    from tcp_rules.frontends.onnx.zoo import encoder_layer
 
-    model = encoder_layer(d_model=16, heads=2, d_ff=32, layers=layers)
-    return import_model(model, {"batch": 2, "seq": 8}, where="zoo").module.funcs[0]
+    g = encoder(layers, small=True)
+    assert g.model is not None
+    return import_model(g.model, g.dims, where=g.name).module.funcs[0]
 
 
 @pytest.mark.parametrize("layers", [1, 3])
@@ -273,11 +274,11 @@ def test_every_layer_of_the_zoo_encoder_fuses_alike(layers: int) -> None:
     first feed-forward matmul with its GELU, the second with its residual and layernorm. The
     greedy extraction let residuals recompute a layernorm that the program also materialized
     (a tie within rounding), and they stayed kernels of their own: 10 steps a layer."""
-    from tcp_rules.codegen.lower import lower_func
+    from tcp_rules.benchmodels import kernel_count
 
     result = optimize(_zoo_encoder(layers), STD, OptOptions(isolate=False, algebra=False))
     assert result.report.stop_reason == "saturated"
-    assert len(lower_func(result.func).steps) == 8 * layers
+    assert kernel_count(result.func) == 8 * layers
 
 
 def test_the_fused_zoo_encoder_layer_computes_the_layer() -> None:
