@@ -39,7 +39,8 @@ def greedy_dag(snap: Snapshot, model: CostModel) -> Extraction:
     plus itself, and its bodies are those its choice computes plus itself when it is a body
     (none when it is a tensor: a kernel's bodies stay inside it). A tensor's work is its node's
     own cost plus its bodies' costs. A node whose children's sub-DAGs reach its own class is not
-    used (it would be a cycle). Ties go to the node evaluated first.
+    used (it would be a cycle). Totals equal within rounding (order.tolerance) are ties; a tie
+    goes to the node with more of its total in tensors (``prefer`` below).
 
     That cost is never below any child's, so the choices are made in Knuth's order (order.py),
     each node evaluated at most once: a node not evaluated before its class's choice became
