@@ -121,16 +121,21 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
                                    "cost": report.cost_before}
         now = time.perf_counter()
         if it.cost is not None:  # a round's extraction: the fallback program, for free
+            last[0] = now
             if rounds[-1][0] < report.cost_before:
                 message["program"], message["cost"] = print_func(rounds[-1][1]), rounds[-1][0]
         elif it.phase_end or now - last[0] >= progress_every:
             # the best program so far, should the deadline strike: at the end of each phase
             # and now and then (extraction costs more than an iteration on large e-graphs)
             last[0] = now
-            out, cost, _ = _extract(sat, func, options, _quick(options))
+            out, cost, seconds = _extract(sat, func, options, _quick(options))
+            if it.phase_end:  # the final extraction, if no phase runs after this one
+                ended[:] = [(it.index, out, cost, seconds)]
             if cost < report.cost_before:
                 message["program"], message["cost"] = print_func(out), cost
         progress(message)
+
+    ended: list[tuple[int, Func, float, float]] = []  # the extraction at the last phase end
 
     rounds: list[tuple[float, Func]] = []  # the best program after each round
 
@@ -150,7 +155,11 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
                      round_cost)
         finally:
             report.record_saturation(sat, options.limits, options.backoff)
-        out, cost, seconds = _extract(sat, func, options, options.extractor)
+        if (ended and sat.iterations and ended[0][0] == sat.iterations[-1].index
+                and _quick(options) == options.extractor):
+            _, out, cost, seconds = ended[0]  # the same e-graph, extracted as the last phase ended
+        else:
+            out, cost, seconds = _extract(sat, func, options, options.extractor)
         report.extraction_seconds = seconds
         if cost < report.cost_before:
             best, report.cost_after = out, cost
