@@ -72,8 +72,8 @@ def packs_a(k: MatmulKernel, target: jit.Target | None = None) -> bool:
     block is read once per panel of B: with one or two panels (attention's P V, a narrow
     output) packing costs more than it saves, 2-8% measured on 512x512x64 to 2048x256x48;
     with four, reading in place was 2-5% faster on attention's batched 128x64x128 (Q K^T)
-    and even on 1024x784x128 and 1024x1024x128 (f32, AVX-512, interleaved in one process);
-    from eight panels on packing pays."""
+    and even on 1024x784x128 and 1024x1024x128 (f32, AVX-512, interleaved in one process;
+    AVX2 code even on all of them); from eight panels on packing pays."""
     _, nr, _ = tile_shape(k.buffers[0].dtype, target)
     return not (isinstance(k.n, int) and k.n <= IN_PLACE_PANELS * nr)
 
