@@ -15,7 +15,7 @@ import tcp_rules.codegen.lower as lowering
 from tcp_rules import build as tb
 from tcp_rules.codegen import compile_func
 from tcp_rules.codegen.kernel import MatmulKernel
-from tcp_rules.codegen.matmul import MC
+from tcp_rules.codegen.tiling import MC
 from tcp_rules.ir import Func, Value
 from tcp_rules.pipeline import load_module_file
 

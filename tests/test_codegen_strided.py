@@ -14,8 +14,8 @@ import tcp_rules.codegen.lower as lowering
 from tcp_rules import build as tb
 from tcp_rules.codegen import compile_func
 from tcp_rules.codegen.kernel import MatmulKernel, Strided
-from tcp_rules.codegen.matmul import IN_PLACE_PANELS, packs_a, tile_shape
 from tcp_rules.codegen.strides import _layout, operand_layout, view_of
+from tcp_rules.codegen.tiling import IN_PLACE_PANELS, packs_a, tile_shape
 from tcp_rules.ir import Func, Value
 from tcp_rules.types import DType
 

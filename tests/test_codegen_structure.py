@@ -21,7 +21,7 @@ from tcp_rules import build as tb
 from tcp_rules.codegen import compile_func
 from tcp_rules.codegen.emit import F32_SUM_BLOCK
 from tcp_rules.codegen.kernel import MatmulKernel
-from tcp_rules.codegen.matmul import IN_PLACE_PANELS, packs_a, tile_shape
+from tcp_rules.codegen.tiling import IN_PLACE_PANELS, packs_a, tile_shape
 from tcp_rules.interpret import evaluate
 from tcp_rules.ir import Apply, Func
 from tcp_rules.pipeline import load_module_file

@@ -21,7 +21,7 @@ from codegen.support import (  # noqa: F401
 from numerics import assert_close_to_reference
 
 from tcp_rules import build as tb
-from tcp_rules.codegen import compile_func, jit, mathlib, mathtable, mathtanh, matmul
+from tcp_rules.codegen import compile_func, jit, mathlib, mathtable, mathtanh, matmul, tiling
 from tcp_rules.codegen.irbase import IR, check_intrinsic
 from tcp_rules.codegen.lower import lower_func
 from tcp_rules.codegen.runtime import kernel_symbols, module_ir
@@ -88,8 +88,8 @@ def test_default_strategies_follow_the_target(target: str) -> None:
     assert mathlib.log_strategy(t) == ("avx512" if target == "x86-64-v4" else "bits")
     # f32 lanes: 64-byte vectors with AVX-512, 32 with AVX, 16 otherwise (SSE, NEON).
     vf = {"x86-64-v4": 16, "x86-64-v3": 8}.get(target, 4)
-    assert matmul.tile_shape(DType.F32, t)[2] == vf
-    assert matmul.fused(t) == (target in ("x86-64-v3", "x86-64-v4", "aarch64"))
+    assert tiling.tile_shape(DType.F32, t)[2] == vf
+    assert tiling.fused(t) == (target in ("x86-64-v3", "x86-64-v4", "aarch64"))
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -24,8 +24,8 @@ import numpy as np
 
 from tcp_rules.codegen.jit import Target
 from tcp_rules.codegen.kernel import MatmulKernel
-from tcp_rules.codegen.matmul import tile_shape, worker_scratch
 from tcp_rules.codegen.plan import Instance, Plan
+from tcp_rules.codegen.tiling import tile_shape, worker_scratch
 
 SPLIT_WORK = 1 << 19  # below this many element-steps a kernel runs on the calling thread
 CHUNKS_PER_THREAD = 8  # chunks per thread: a core slowed by other processes takes fewer

@@ -1,0 +1,237 @@
+"""Packing B into panels for the matmul (``<sym>_pack``; see codegen/matmul.py), and the IR
+scaffolding the matmul's two functions share: a function builder with counted loops, where a
+batch of a (strided) operand starts, the largest magnitude of what passes, and vector
+concatenation."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import llvmlite.ir as ir
+
+from tcp_rules.codegen.irbase import I32, I64, IR, PTR, VOID, mem_type
+from tcp_rules.codegen.kernel import MatmulKernel, Size, Strided
+from tcp_rules.codegen.tiling import tile_shape
+
+
+def bigger(e: IR, m: ir.Value, x: ir.Value) -> ir.Value:
+    """max(m, |x|), NaN ignored: one maxss. A NaN operand makes NaN fused or not; an inf one
+    makes the same inf or NaN fused or not, unless a finite product overflows, which the
+    finite magnitudes tell."""
+    ax = e.fabs(x)
+    return e.b.select(e.b.fcmp_ordered(">", ax, m), ax, m)
+
+
+class Fn:
+    """A function under construction with alloca-based counted loops."""
+
+    def __init__(self, module: ir.Module, name: str, nptr: int):
+        self.fn = ir.Function(module, ir.FunctionType(VOID, [PTR] * nptr + [I64, I64]), name=name)
+        for a in self.fn.args[:nptr]:
+            a.add_attribute("noalias")
+        self.fn.attributes.add("nounwind")
+        entry = self.fn.append_basic_block("entry")
+        start = self.fn.append_basic_block("start")
+        self.allocas = ir.IRBuilder(entry)
+        self.allocas.branch(start)
+        self.e = IR(ir.IRBuilder(start))
+        self.b = self.e.b
+
+    def _alloca(self, ty: ir.Type, name: str = "") -> ir.Value:
+        # Allocas live in their own entry block, so the main builder's position never shifts.
+        self.allocas.position_before(self.fn.entry_basic_block.terminator)
+        return self.allocas.alloca(ty, name=name)
+
+    def c64(self, v: int) -> ir.Constant:
+        return ir.Constant(I64, v)
+
+    def loop(self, lo: ir.Value, hi: ir.Value, step: int, body: Callable[[ir.Value], None],
+             name: str) -> None:
+        b = self.b
+        slot = self._alloca(I64, name=name)
+        b.store(lo, slot)
+        cond, body_bb, done = (b.append_basic_block(f"{name}.{s}") for s in ("c", "b", "d"))
+        b.branch(cond)
+        b.position_at_end(cond)
+        i = b.load(slot)
+        b.cbranch(b.icmp_signed("<", i, hi), body_bb, done)
+        b.position_at_end(body_bb)
+        body(i)
+        b.store(b.add(i, self.c64(step)), slot)
+        b.branch(cond)
+        b.position_at_end(done)
+
+    def imin(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        return self.e.intrinsic("smin", [a, b])
+
+    def sizes(self, k: MatmulKernel, arg: ir.Value) -> Callable[[Size], ir.Value]:
+        vals = {s: self.e.load(I64, self.e.gep(I64, arg, self.c64(i)))
+                for i, s in enumerate(k.sizes)}
+        return lambda s: self.c64(s) if isinstance(s, int) else vals[s]
+
+
+def batch_offset(f: Fn, bi: ir.Value, at: Strided | None, contiguous: ir.Value
+                 ) -> ir.Value:
+    """Where batch ``bi`` of an operand starts: ``bi * contiguous`` (its elements per batch),
+    or the sum of the digits of bi over a strided layout's batch sub-axes times their strides."""
+    b = f.b
+    if at is None:
+        return b.mul(bi, contiguous)
+    off: ir.Value = f.c64(0)
+    inner = 1
+    for size, stride in reversed(at.batch):
+        digit = b.urem(b.udiv(bi, f.c64(inner)), f.c64(size))
+        off = b.add(off, b.mul(digit, f.c64(stride)))
+        inner *= size
+    return off
+
+
+def emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> None:
+    dt = k.buffers[0].dtype
+    _, nr, _ = tile_shape(dt)
+    f = Fn(module, name, 3)
+    b, (src, dst, sizes, lo, hi) = f.b, f.fn.args
+    size = f.sizes(k, sizes)
+    kk, n = size(k.k), size(k.n)
+    batch = size(k.domain[0]) if k.batched else f.c64(1)
+    ty = mem_type(dt)
+    npan = b.sdiv(b.add(n, f.c64(nr - 1)), f.c64(nr))
+    tail = b.mul(b.mul(batch, npan), b.mul(kk, f.c64(nr)))  # then one max |b| per panel
+    ld = f.c64(k.b_at.rows) if k.b_at is not None else (kk if k.b_t else n)  # source rows
+    mx = f._alloca(ty, "bmax")
+    row_ty = ir.VectorType(ty, nr)
+    vmx = f._alloca(row_ty, "bmax.v")  # NR independent maxima: no serial chain per element
+
+    def copy(s_row: ir.Value, d_row: ir.Value, j: ir.Value) -> None:
+        x = f.e.load(ty, f.e.gep(ty, src, b.add(s_row, j)))
+        b.store(x, f.e.gep(ty, dst, b.add(d_row, j)))
+        if dt.is_float:
+            b.store(bigger(f.e, b.load(mx), x), mx)
+
+    def copy_row(s_row: ir.Value, d_row: ir.Value) -> None:
+        """A full row of NR: one vector load and store."""
+        x = f.e.load(row_ty, f.e.gep(ty, src, s_row), align=dt.itemsize)
+        b.store(x, f.e.gep(ty, dst, d_row), align=dt.itemsize)
+        if dt.is_float:
+            b.store(bigger(f.e, b.load(vmx), x), vmx)
+
+    def per_batch(bi: ir.Value) -> None:
+        def per_panel(p: ir.Value) -> None:
+            j0 = b.mul(p, f.c64(nr))
+            width = f.imin(f.c64(nr), b.sub(n, j0))
+            dst0 = b.mul(b.add(b.mul(bi, npan), p), b.mul(kk, f.c64(nr)))
+            b.store(ir.Constant(ty, 0), mx)
+            b.store(ir.Constant(row_ty, None), vmx)
+            full = b.icmp_signed("==", width, f.c64(nr))
+            start = batch_offset(f, bi, k.b_at, b.mul(kk, n))
+            if k.b_t:
+                row0 = b.add(start, b.mul(j0, ld))  # the panel's first source row
+                _pack_transposed(f, k, (src, dst, mx, vmx), (kk, ld, row0, width, dst0), full)
+                finish(bi, p)
+                return
+
+            def per_k(r: ir.Value) -> None:
+                s_row = b.add(b.add(start, b.mul(r, ld)), j0)
+                d_row = b.add(dst0, b.mul(r, f.c64(nr)))
+                with b.if_else(full) as (whole, part):
+                    with whole:
+                        copy_row(s_row, d_row)
+                    with part:  # the last panel: the columns that exist, then zeros
+                        f.loop(f.c64(0), width, 1, lambda j: copy(s_row, d_row, j), "j")
+                        f.loop(width, f.c64(nr), 1, lambda j: b.store(
+                            ir.Constant(ty, 0), f.e.gep(ty, dst, b.add(d_row, j))), "z")
+            f.loop(f.c64(0), kk, 1, per_k, "k")
+            finish(bi, p)
+
+        def finish(bi: ir.Value, p: ir.Value) -> None:
+            """The panel's largest magnitude, after the panels."""
+            m = b.load(mx)
+            if dt.is_float:
+                m = bigger(f.e, m, f.e.intrinsic("vector.reduce.fmax", [b.load(vmx)], ret=ty))
+            b.store(m, f.e.gep(ty, dst, b.add(tail, b.add(b.mul(bi, npan), p))))
+        f.loop(lo, hi, 1, per_panel, "p")
+    f.loop(f.c64(0), batch, 1, per_batch, "bi")
+    b.ret_void()
+
+
+def _pack_transposed(f: Fn, k: MatmulKernel, ptrs: tuple[ir.Value, ...],
+                     dims: tuple[ir.Value, ...], full: ir.Value) -> None:
+    """One panel of B from its transpose ``[batch,] n, k``: columns j0.. of B are rows of the
+    source (``ld`` apart, the first at ``row0``). A full panel goes G rows at a time: VF values
+    of k from each, transposed to [k][G] in registers (as matmul packs A) and stored as G-wide
+    pieces of the panel's k rows; the last K % VF values, and a last panel narrower than NR,
+    go one element at a time."""
+    src, dst, mx, vmx = ptrs
+    kk, ld, row0, width, dst0 = dims
+    b, e = f.b, f.e
+    dt = k.buffers[0].dtype
+    _, nr, vf = tile_shape(dt)
+    g = min(8, nr)
+    ty = mem_type(dt)
+    vt = ir.VectorType(ty, vf)
+    whole = b.mul(b.sdiv(kk, f.c64(vf)), f.c64(vf))
+    order = [r * vf + t for t in range(vf) for r in range(g)]
+
+    def copy(jj: ir.Value, r: ir.Value) -> None:
+        x = e.load(ty, e.gep(ty, src, b.add(row0, b.add(b.mul(jj, ld), r))))
+        b.store(x, e.gep(ty, dst, b.add(dst0, b.add(b.mul(r, f.c64(nr)), jj))))
+        if dt.is_float:
+            b.store(bigger(e, b.load(mx), x), mx)
+
+    def chunk(g0: int, kv: ir.Value) -> None:
+        rows = [e.load(vt, e.gep(ty, src, b.add(row0, b.add(b.mul(f.c64(g0 + r), ld), kv))),
+                       align=dt.itemsize) for r in range(g)]
+        flat = concat(b, rows)
+        tr = b.shuffle_vector(flat, ir.Constant(flat.type, None),
+                              ir.Constant(ir.VectorType(I32, g * vf), order))
+        for t in range(vf):
+            piece = b.shuffle_vector(tr, ir.Constant(tr.type, None), ir.Constant(
+                ir.VectorType(I32, g), list(range(t * g, (t + 1) * g))))
+            at = b.add(dst0, b.add(b.mul(b.add(kv, f.c64(t)), f.c64(nr)), f.c64(g0)))
+            b.store(piece, e.gep(ty, dst, at), align=dt.itemsize)
+        if dt.is_float:
+            m = ir.Constant(vt, None)
+            for x in rows:
+                m = bigger(e, m, x)
+            # vmx holds NR lanes: widened once, the first VF take these maxima
+            wide = concat(b, [m, *[ir.Constant(vt, None)] * (nr // vf - 1)])
+            b.store(bigger(e, b.load(vmx), wide), vmx)
+
+    def column(lo: ir.Value) -> Callable[[ir.Value], None]:
+        """Column jj of the panel: its k values from ``lo`` on."""
+        return lambda jj: f.loop(lo, kk, 1, lambda r: copy(jj, r), "tk")
+
+    def zeros(r: ir.Value) -> None:
+        at = b.add(dst0, b.mul(r, f.c64(nr)))
+        f.loop(width, f.c64(nr), 1, lambda jj: b.store(ir.Constant(ty, 0), e.gep(
+            ty, dst, b.add(at, jj))), "tz")
+
+    with b.if_else(full) as (whole_panel, part):
+        with whole_panel:
+            for g0 in range(0, nr, g):
+                f.loop(f.c64(0), whole, vf, functools.partial(chunk, g0), f"t{g0}")
+            f.loop(f.c64(0), f.c64(nr), 1, column(whole), "tj")
+        with part:  # the columns that exist, then zeros
+            f.loop(f.c64(0), width, 1, column(f.c64(0)), "pj")
+            f.loop(f.c64(0), kk, 1, zeros, "pr")
+
+
+def bind_row(fn: Callable[[ir.Value, ir.Value, ir.Value], None], src: ir.Value, dst: ir.Value
+          ) -> Callable[[ir.Value], None]:
+    """``fn(src, dst, ·)``: a loop body bound to one row (a lambda in a loop would see the
+    loop's last row)."""
+    return lambda kv: fn(src, dst, kv)
+
+
+def concat(b: ir.IRBuilder, vs: list[ir.Value]) -> ir.Value:
+    """One vector of the elements of ``vs`` (vectors of one type) in order, then zeros up to
+    a power of two of vectors (shufflevector joins two vectors of one type)."""
+    n = len(vs)
+    while n & (n - 1):
+        vs, n = [*vs, ir.Constant(vs[0].type, None)], n + 1
+    while len(vs) > 1:
+        w = vs[0].type.count
+        mask = ir.Constant(ir.VectorType(I32, 2 * w), list(range(2 * w)))
+        vs = [b.shuffle_vector(x, y, mask) for x, y in zip(vs[::2], vs[1::2], strict=True)]
+    return vs[0]
