@@ -43,6 +43,7 @@ import onnx
 
 from tcp_rules.diagnostics import TcpError
 from tcp_rules.extract.cost import RooflineCost
+from tcp_rules.frontends import Imported
 from tcp_rules.ir import Func
 from tcp_rules.optimize import OptOptions, OptResult, optimize
 from tcp_rules.rules.model import Rule
@@ -133,13 +134,18 @@ def _feeds(g: Graph, rng: np.random.Generator) -> dict[str, np.ndarray]:
     return feeds
 
 
-def prepare(g: Graph) -> tuple[Func, list[np.ndarray]]:
-    """Import ``g``: the TCP func and its inputs in parameter order (feeds, then the weights the
-    importer made parameters). TcpError when the importer cannot read the graph."""
+def import_graph(g: Graph) -> Imported:
+    """``g``'s model imported with its dims; TcpError when the importer cannot read it."""
     from tcp_rules.frontends.onnx import import_model
 
     assert g.model is not None, "a skipped graph has no model"
-    imported = import_model(g.model, g.dims, where=g.name)
+    return import_model(g.model, g.dims, where=g.name)
+
+
+def prepare(g: Graph) -> tuple[Func, list[np.ndarray]]:
+    """Import ``g``: the TCP func and its inputs in parameter order (feeds, then the weights the
+    importer made parameters). TcpError when the importer cannot read the graph."""
+    imported = import_graph(g)
     func = imported.module.funcs[0]
     known = {**{imported.aliases.get(n, n): a for n, a in g.feeds.items()}, **imported.weights}
     return func, [np.ascontiguousarray(known[p.param]) for p in func.params]

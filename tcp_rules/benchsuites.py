@@ -67,12 +67,9 @@ def depth(layers: int, rules: list[Any]) -> dict[str, Any]:
     """The zoo encoder with ``layers`` layers (benchmodels.encoder) optimized under the default
     limits, as ``tcpr opt`` does: time, stop reason, node limit and peak, and the plan steps
     (kernels) before and after, 8 a layer at best."""
-    from tcp_rules.benchmodels import encoder, kernel_count
-    from tcp_rules.frontends.onnx import import_model
+    from tcp_rules.benchmodels import encoder, import_graph, kernel_count
 
-    g = encoder(layers)
-    assert g.model is not None
-    func = import_model(g.model, g.dims, where=g.name).module.funcs[0]
+    func = import_graph(encoder(layers)).module.funcs[0]
     start = time.perf_counter()
     result = optimize(func, rules, OptOptions())
     seconds = round(time.perf_counter() - start, 3)

@@ -258,12 +258,9 @@ def test_an_imported_linear_layers_bias_runs_in_its_matmul_epilogue() -> None:
 
 
 def _zoo_encoder(layers: int) -> Func:
-    from tcp_rules.benchmodels import encoder
-    from tcp_rules.frontends.onnx import import_model
+    from tcp_rules.benchmodels import encoder, import_graph
 
-    g = encoder(layers, small=True)
-    assert g.model is not None
-    return import_model(g.model, g.dims, where=g.name).module.funcs[0]
+    return import_graph(encoder(layers, small=True)).module.funcs[0]
 
 
 @pytest.mark.parametrize("layers", [1, 3])

@@ -64,7 +64,7 @@ def _fuse(plan: Plan, m: Step, r: Step) -> Step | None:
     if any(d not in m.sizes for d in r.sizes):
         return None
     names = dict(zip(rk.sizes, (mk.sizes[m.sizes.index(d)] for d in r.sizes), strict=True))
-    dom = [names.get(s, s) if isinstance(s, str) else s for s in rk.domain]
+    dom = list(_renamed(rk.domain, names))
     shape = list(mk.output.shape)
     lead = _batch_axes(dom, shape)
     if lead is None:

@@ -77,7 +77,7 @@ class RunReport:
                         "round_iterations": backoff.round_iterations,
                         "patience": backoff.patience}
         self.bans, self.dropped = dict(sat.backoff.bans), dict(sat.backoff.dropped)
-        self.node_limit = sat.node_limit or limits.node_limit(sat.loaded_enodes)
+        self.node_limit = limits.node_limit(sat.loaded_enodes)
         self.loaded_enodes, self.peak_enodes = sat.loaded_enodes, sat.peak_enodes
         self.over_limit = max(0, sat.peak_enodes - sat.node_cap) if sat.node_cap else 0
 

@@ -96,7 +96,6 @@ class Saturation:
     backoff: BackoffState = field(default_factory=lambda: BackoffState(Backoff()))
     peak_enodes: int = 0
     loaded_enodes: int = 0  # the program's e-nodes, before any rule ran
-    node_limit: int = 0  # the run's (Limits.node_limit), once saturate has started
     node_cap: int = 0  # the node limit of the phase that stopped on it (0: none did)
 
 
@@ -355,7 +354,7 @@ def saturate(sat: Saturation, limits: Limits, deadline: float | None = None,
     start = time.perf_counter()
     deadline = deadline if deadline is not None else start + limits.seconds
     last = len(sat.plans) - 1
-    nodes = sat.node_limit = limits.node_limit(sat.loaded_enodes)
+    nodes = limits.node_limit(sat.loaded_enodes)
     for phase in range(len(sat.plans)):
         share = 1.0 if phase == last else (phase + 1) / last
         end = min(deadline, start + limits.seconds * (share if phase == last

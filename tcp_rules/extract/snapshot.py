@@ -55,15 +55,16 @@ class _Reader:
     def vec(self, v: Any) -> list[int]:
         return [self.eg.value_to_i64(x) for x in self.eg.value_to_vec(v)]
 
-    def cached(self, kind: AttrKind, v: Any) -> Any:
-        """:meth:`attr`, read once per value: the same shapes, permutations and dtypes recur
-        across the e-graph (reading them took a third of a snapshot of a 24-layer encoder)."""
+    def attr(self, kind: AttrKind, v: Any) -> Any:
+        """An attribute's value, read once per e-graph value: the same shapes, permutations
+        and dtypes recur across the e-graph (reading them took a third of a snapshot of a
+        24-layer encoder)."""
         key = (kind, v)
         if key not in self.memo:
-            self.memo[key] = self.attr(kind, v)
+            self.memo[key] = self._read(kind, v)
         return self.memo[key]
 
-    def attr(self, kind: AttrKind, v: Any) -> Any:
+    def _read(self, kind: AttrKind, v: Any) -> Any:
         match kind:
             case AttrKind.INT:
                 return self.eg.value_to_i64(v)
@@ -125,7 +126,7 @@ def snapshot(eg: bindings.EGraph, tables: Tables, roots: list[str]) -> Snapshot:
                     continue
                 operands = lists[operands[0]]
             kids = tuple([ids.setdefault(o, len(ids)) for o in operands])
-            attrs = tuple([(spec.name, reader.cached(spec.kind, v))
+            attrs = tuple([(spec.name, reader.attr(spec.kind, v))
                            for spec, v in zip(op.attrs, inputs[n_operands:], strict=True)])
             out = ids.setdefault(row.output, len(ids))
             if out in nodes:
