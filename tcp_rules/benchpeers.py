@@ -30,7 +30,12 @@ Benchmarks, not tests: numbers are reported, never asserted; a mismatch is print
                          "ratio": float | null,   # best peer ms / tcp-rules ms (fresh output)
                          "ratio_out": float | null,      # ... / tcp-rules out= ms
                          "kernels": int | null, "kernel_ms": float | null,
-                         "host_us_per_kernel": float | null}]}]}
+                         "host_us_per_kernel": float | null,
+                         # tcp-rules out='s throughput (null where it does not apply):
+                         "gbs": float | null,     # Workload.traffic() bytes / median s
+                         "stream_gbs": float | null,     # the STREAM-like loop's, same rounds
+                         "roofline": float | null,       # median of the rounds' gbs ratios
+                         "gflops": float | null}]}]}
 
 Engines: "tcp-rules" (fresh outputs), "tcp-rules out=" (preallocated outputs), then
 peerengines.PEERS that are installed.
@@ -45,10 +50,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -57,6 +62,9 @@ from tcp_rules.diagnostics import Source, TcpError
 from tcp_rules.ir import Func
 from tcp_rules.peerengines import NUMPY, PEERS, Runner, installed, runner
 from tcp_rules.peerworkloads import NAMES, Workload, workloads
+
+if TYPE_CHECKING:
+    from tcp_rules.codegen.bench import Stream
 
 SCHEMA = 1
 TCPR, TCPR_OUT = "tcp-rules", "tcp-rules out="
@@ -150,16 +158,22 @@ def _tcpr_runners(p: Prepared, threads: int, row: dict[str, Any]
             TCPR_OUT: Runner(lambda: cf(*inputs, out=outs)[0])}, cf, inputs
 
 
-def _rounds(runners: dict[str, Runner], cf: Any, inputs: list[np.ndarray], repeats: int
-            ) -> tuple[dict[str, list[float]], list[list[float]]]:
+def _rounds(runners: dict[str, Runner], cf: Any, inputs: list[np.ndarray], repeats: int,
+            streams: Sequence[Callable[[], object]] = ()
+            ) -> tuple[dict[str, list[float]], list[list[float]], list[float]]:
     """Seconds of each runner in ``repeats`` rounds in which they take turns (the order
-    rotating round by round), after a warm-up call each; and, round by round, one more
-    tcp-rules call's wall time and kernel times (``CompiledFunc.timed``)."""
+    rotating round by round), after a warm-up call each; round by round, one more tcp-rules
+    call's wall time and kernel times (``CompiledFunc.timed``); and, given ``streams`` (the
+    STREAM-like loops a memory-bound workload is compared with), the fastest one's seconds in
+    each round, run right after the turns."""
     order = list(runners)
     for k in order:
         runners[k].run()
+    for fn in streams:
+        fn()
     times: dict[str, list[float]] = {k: [] for k in order}
     kernels: list[list[float]] = []
+    stream: list[float] = []
     for i in range(max(1, repeats)):
         for k in order[i % len(order):] + order[:i % len(order)]:
             t0 = time.perf_counter()
@@ -168,15 +182,26 @@ def _rounds(runners: dict[str, Runner], cf: Any, inputs: list[np.ndarray], repea
         if cf is not None:
             _, wall, steps = cf.timed(*inputs)
             kernels.append([wall, *steps])
-    return times, kernels
+        if streams:
+            stream.append(min(_seconds(fn) for fn in streams))
+    return times, kernels, stream
 
 
-def measure(p: Prepared, threads: int, repeats: int, peers: Sequence[str]) -> dict[str, Any]:
+def _seconds(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def measure(p: Prepared, threads: int, repeats: int, peers: Sequence[str],
+            loops: Stream | None = None) -> dict[str, Any]:
     """One row: build every engine on ``p``, run each once and check its result, then time
-    them taking turns; tcp-rules' kernels are timed for the host cost per kernel."""
+    them taking turns; tcp-rules' kernels are timed for the host cost per kernel, and a
+    memory-bound workload's bandwidth is set against ``loops``' in the same rounds."""
     row: dict[str, Any] = {"workload": p.workload.name, "ms": {}, "min_ms": {}, "errors": {},
                            "check": {}, "best_peer": None, "ratio": None, "ratio_out": None,
-                           "kernels": None, "kernel_ms": None, "host_us_per_kernel": None}
+                           "kernels": None, "kernel_ms": None, "host_us_per_kernel": None,
+                           "gbs": None, "stream_gbs": None, "roofline": None, "gflops": None}
     runners, cf, inputs = _tcpr_runners(p, threads, row)
     for engine in peers:
         try:
@@ -193,7 +218,11 @@ def measure(p: Prepared, threads: int, repeats: int, peers: Sequence[str]) -> di
         row["check"][engine] = check(p, got)
     if not runners:
         return row
-    times, kernels = _rounds(runners, cf if TCPR_OUT in runners else None, inputs, repeats)
+    w = p.workload
+    streams = loops.loops[w.stream] if loops is not None and w.stream and TCPR_OUT in runners \
+        else []
+    times, kernels, stream = _rounds(runners, cf if TCPR_OUT in runners else None, inputs,
+                                     repeats, streams)
     row["ms"] = {k: 1e3 * statistics.median(ts) for k, ts in times.items()}
     row["min_ms"] = {k: 1e3 * min(ts) for k, ts in times.items()}
     ok = [k for k in peers if k in row["ms"] and row["check"].get(k) is None]
@@ -207,19 +236,42 @@ def measure(p: Prepared, threads: int, repeats: int, peers: Sequence[str]) -> di
         row["kernel_ms"] = 1e3 * statistics.median(sum(k[1:]) for k in kernels)
         row["host_us_per_kernel"] = 1e6 * statistics.median(k[0] - sum(k[1:])
                                                             for k in kernels) / n
+    if TCPR_OUT in times:
+        _throughput(row, w, times[TCPR_OUT], stream, loops)
     return row
+
+
+def _throughput(row: dict[str, Any], w: Workload, out: list[float], stream: list[float],
+                loops: Stream | None) -> None:
+    """GB/s of tcp-rules' out= calls, and their share of the STREAM-like loop's bandwidth:
+    per round against that round's loop (slow swings of the load cancel in each ratio), the
+    median over rounds; GFLOP/s where the workload counts its flops."""
+    t = statistics.median(out)
+    if w.flops:
+        row["gflops"] = w.flops / t / 1e9
+    if stream and loops is not None and w.stream:
+        nbytes = w.traffic()
+        row["gbs"] = nbytes / t / 1e9
+        row["stream_gbs"] = statistics.median(loops.gbs(w.stream, s) for s in stream)
+        row["roofline"] = statistics.median(nbytes / o / 1e9 / loops.gbs(w.stream, s)
+                                            for o, s in zip(out, stream, strict=True))
 
 
 def measure_run(preps: Iterable[Prepared], threads: int, repeats: int, peers: Sequence[str],
                 pinned: int | None = None, isolated: bool = False) -> dict[str, Any]:
     """Every prepared workload at ``threads`` threads (skipped ones are left out)."""
+    from tcp_rules.codegen.bench import stream_loops
+
     rows = []
+    loops: Stream | None = None
     for p in preps:
         if p.func is None:
             continue
         print(f"tcpr bench --suite peers: {p.workload.name}, {threads} thread(s) ...",
               file=sys.stderr, flush=True)
-        rows.append(measure(p, threads, repeats, peers))
+        if loops is None and p.workload.stream:
+            loops = stream_loops(threads)  # 256 MB: made once, when a workload needs them
+        rows.append(measure(p, threads, repeats, peers, loops))
     return {"threads": threads, "pinned_cpus": pinned, "isolated": isolated, "error": None,
             "rows": rows}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+TCPR_OUT = "tcp-rules out="
 LABELS = {"tcp-rules": "tcpr", "tcp-rules out=": "tcpr out=", "numpy": "numpy",
           "onnxruntime": "onnxrt", "jax": "jax", "torch": "torch"}
 
@@ -34,6 +35,12 @@ machine has more), with every engine told to use T threads.
              the next in native code): a few Python operations, each slowed to microseconds
              because the kernels before flushed the caches and the TLB; so rows of few kernels
              and large arrays show large values
+  GB/s, %    the last table, memory-bound rows: bytes a call must move at least (inputs and
+             weights read once, the result written once) over tcpr out='s median time, and
+             its share of the faster STREAM-like loop (a copy for one input, a*b+c for three;
+             NumPy's copy or a compiled loop at T threads) timed right after each round, the
+             median of the rounds' ratios. GELU's math can bound it below memory speed at
+             few threads. GF/s: the matmul rows' floating-point rate
   check      every engine's result against the float64 reference: ok, or MISMATCH and the
              engines, details below. Huge pages: NumPy asks for them on arrays of 4 MB and
              more, and tcp-rules returns NumPy arrays; PyTorch and JAX do not unless told,
@@ -82,6 +89,41 @@ def _run_table(run: dict[str, Any], report: dict[str, Any], engines: list[str],
     return lines
 
 
+def _scaling_table(report: dict[str, Any], titles: dict[str, str]) -> list[str]:
+    """tcp-rules out= across the thread counts: ms, speedup over the fewest threads, and its
+    throughput (GB/s and share of the STREAM-like loop, or GFLOP/s)."""
+    runs = [r for r in report["runs"] if not r["error"]]
+    if not runs:
+        return []
+    base = runs[0]
+    by = [{r["workload"]: r for r in run["rows"]} for run in runs]
+    lines = [f"tcp-rules out= by thread count: ms, speedup over {base['threads']} thread"
+             f"{'s' if base['threads'] > 1 else ''}, GB/s and % of the STREAM-like loop (or "
+             "GFLOP/s)",
+             f"{'workload':<18}" + "".join(
+                 f" | {str(run['threads']) + ' thread' + ('s' if run['threads'] > 1 else ''):<28}"
+                 for run in runs)]
+    for name in [r["workload"] for r in base["rows"]]:
+        cells = []
+        for rows in by:
+            r = rows.get(name)
+            ms = r["ms"].get(TCPR_OUT) if r else None
+            first = by[0][name]["ms"].get(TCPR_OUT)
+            if r is None or ms is None:
+                cells.append(f" | {'-':<28}")
+                continue
+            speed = _num(first / ms if first else None, ".2f", "x")
+            if r.get("roofline") is not None:
+                rate = f"{r['gbs']:.1f} GB/s {100 * r['roofline']:.0f}%"
+            elif r.get("gflops") is not None:
+                rate = f"{r['gflops']:.1f} GF/s"
+            else:
+                rate = ""
+            cells.append(f" | {_ms(ms):>7} {speed:>6} {rate:<13}")
+        lines.append(f"{titles.get(name, name):<18.18}" + "".join(cells))
+    return lines
+
+
 def _notes(report: dict[str, Any]) -> list[str]:
     notes = []
     for w in report["workloads"]:
@@ -102,6 +144,9 @@ def render(report: dict[str, Any]) -> str:
     lines: list[str] = []
     for run in report["runs"]:
         lines += [*_run_table(run, report, engines, titles), ""]
+    scaling = _scaling_table(report, titles)
+    if scaling:
+        lines += [*scaling, ""]
     notes = _notes(report)
     if notes:
         lines += [*notes, ""]

@@ -48,7 +48,12 @@ QUICK = Sizes(stream=(16, 24), gelu=(8, 24), rows=(8, 32), mlp=(8, 20, 12), atte
 @dataclass
 class Workload:
     """One row of the suite: the ONNX model, its graph inputs (``feeds``) and the computation
-    for the namespace engines; ``arrays`` adds the model's initializers to the feeds."""
+    for the namespace engines; ``arrays`` adds the model's initializers to the feeds.
+
+    ``stream`` names the STREAM-like loop (benchmarks/README.md) a memory-bound workload's
+    bandwidth is compared with: "triad" for a*b+c's three inputs, "copy" for one input and one
+    output; None where the work is not a stream (matmuls). ``flops``: its floating-point
+    operations where they measure it (the matmuls), else 0."""
 
     name: str
     title: str
@@ -56,11 +61,20 @@ class Workload:
     model: onnx.ModelProto
     feeds: dict[str, np.ndarray]
     compute: Compute
+    stream: str | None = None
+    flops: float = 0.0
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         inits = {t.name: numpy_helper.to_array(t) for t in self.model.graph.initializer}
         self.arrays = {**inits, **self.feeds}
+
+    def traffic(self) -> int:
+        """Bytes a call must move at least: every input and weight read once, the f32 result
+        written once."""
+        (out,) = self.model.graph.output
+        cells = math.prod(d.dim_value for d in out.type.tensor_type.shape.dim)
+        return sum(a.nbytes for a in self.arrays.values()) + 4 * cells
 
 
 def _model(name: str, nodes: list[onnx.NodeProto], inputs: Mapping[str, tuple[int, ...]],
@@ -96,7 +110,7 @@ def _unary(name: str, title: str, shape: tuple[int, int], d: _Draw, op: str, ops
            compute: Compute, **attrs: Any) -> Workload:
     model = _model(name, [_node(op, ["X"], **attrs)], {"X": shape}, {}, shape, opset)
     return Workload(name, title, "x".join(map(str, shape)), model, {"X": d.normal(*shape)},
-                    compute)
+                    compute, stream="copy")
 
 
 def _relu(s: Sizes, d: _Draw) -> Workload:
@@ -105,7 +119,7 @@ def _relu(s: Sizes, d: _Draw) -> Workload:
     model = _model("relu", nodes, dict.fromkeys("abc", shape), {}, shape)
     feeds = {n: d.normal(*shape) for n in "abc"}
     return Workload("relu", "relu(a*b+c)", "x".join(map(str, shape)), model, feeds,
-                    lambda m, a: m.relu(a["a"] * a["b"] + a["c"]))
+                    lambda m, a: m.relu(a["a"] * a["b"] + a["c"]), stream="triad")
 
 
 def _norm(name: str, title: str, s: Sizes, d: _Draw, bias: bool) -> Workload:
@@ -118,7 +132,8 @@ def _norm(name: str, title: str, s: Sizes, d: _Draw, bias: bool) -> Workload:
                    inits, (n, width), opset)
     compute: Compute = ((lambda m, a: m.layernorm(a["X"], a["scale"], a["bias"], EPS)) if bias
                         else (lambda m, a: m.rmsnorm(a["X"], a["scale"], EPS)))
-    return Workload(name, title, f"{n}x{width}", model, {"X": d.normal(n, width)}, compute)
+    return Workload(name, title, f"{n}x{width}", model, {"X": d.normal(n, width)}, compute,
+                    stream="copy")
 
 
 def _mlp(s: Sizes, d: _Draw) -> Workload:
@@ -129,7 +144,8 @@ def _mlp(s: Sizes, d: _Draw) -> Workload:
     model = _model("mlp", nodes, {"X": (n, k)}, inits, (n, out))
     return Workload("mlp", "mlp: relu(x@W+b)", f"{n}x{k}->{out}", model,
                     {"X": d.normal(n, k)},
-                    lambda m, a: m.relu(m.matmul(a["X"], a["W"]) + a["B"]))
+                    lambda m, a: m.relu(m.matmul(a["X"], a["W"]) + a["B"]),
+                    flops=2 * n * k * out)
 
 
 def _attention(s: Sizes, d: _Draw) -> Workload:
@@ -150,7 +166,7 @@ def _matmul(s: Sizes, d: _Draw) -> Workload:
                    (mm, n))
     return Workload("matmul", "matmul", f"{mm}x{k}x{n}", model,
                     {"A": d.normal(mm, k), "B": d.normal(k, n)},
-                    lambda m, a: m.matmul(a["A"], a["B"]))
+                    lambda m, a: m.matmul(a["A"], a["B"]), flops=2 * mm * k * n)
 
 
 def encoder_compute(m: Any, a: Mapping[str, Any], heads: int, layers: int = 1) -> Any:

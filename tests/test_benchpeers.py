@@ -21,7 +21,7 @@ from tcp_rules import peerworkloads as pw
 from tcp_rules.cli import main
 from tcp_rules.ir import Func
 from tcp_rules.peerengines import NUMPY, installed
-from tcp_rules.peertable import render
+from tcp_rules.peertable import _scaling_table, render
 
 NAMES = ["relu", "mlp"]  # an elementwise program and one with a matmul and a weight
 PEERS = [e for e, v in installed().items() if v and e != "jax"]
@@ -61,12 +61,39 @@ def test_every_installed_engine_ran_and_was_checked(report: dict) -> None:
         assert row["host_us_per_kernel"] > 0
 
 
+def test_streaming_rows_are_set_against_the_stream_loop(report: dict) -> None:
+    relu, mlp = report["runs"][0]["rows"]
+    (w,) = pw.workloads(quick=True, names=["relu"])
+    assert w.traffic() == 4 * 16 * 24 * 4  # a, b and c read, the result written, f32
+    seconds = w.traffic() / 1e9 / relu["gbs"]
+    assert seconds == pytest.approx(relu["ms"][bp.TCPR_OUT] / 1e3)
+    assert relu["stream_gbs"] > 0 and relu["roofline"] > 0 and relu["gflops"] is None
+    (m,) = pw.workloads(quick=True, names=["mlp"])
+    assert m.stream is None and m.flops == 2 * 8 * 20 * 12
+    assert mlp["gflops"] == pytest.approx(m.flops / 1e6 / mlp["ms"][bp.TCPR_OUT])
+    assert mlp["gbs"] is mlp["stream_gbs"] is mlp["roofline"] is None
+
+
+def test_scaling_table_sets_each_count_against_the_first() -> None:
+    def run(threads: int, ms: float, roofline: float) -> dict:
+        row = {"workload": "relu", "ms": {bp.TCPR_OUT: ms}, "gbs": 6.0 / ms,
+               "roofline": roofline, "gflops": None}
+        return {"threads": threads, "error": None, "rows": [row]}
+
+    report = {"runs": [run(1, 8.0, 0.91), run(4, 2.5, 0.84)]}
+    (head, cols, line) = _scaling_table(report, {"relu": "relu(a*b+c)"})
+    assert "speedup over 1 thread" in head and "4 threads" in cols
+    assert line.split("|")[1].split() == ["8.00", "1.00x", "0.8", "GB/s", "91%"]
+    assert line.split("|")[2].split() == ["2.50", "3.20x", "2.4", "GB/s", "84%"]
+
+
 def test_table_shows_each_row_checked(report: dict) -> None:
     table = render(report)
     for title in ("relu(a*b+c)", "mlp: relu(x@W+b)"):
-        (line,) = [ln for ln in table.splitlines() if ln.startswith(title)]
-        assert line.endswith("| ok")
+        run_row, scaling_row = [ln for ln in table.splitlines() if ln.startswith(title)]
+        assert run_row.endswith("| ok") and scaling_row.count("|") == 1
     assert "How to read it" in table and "best peer" in table
+    assert "tcp-rules out= by thread count" in table
 
 
 def test_a_wrong_result_is_a_mismatch() -> None:
