@@ -10,7 +10,8 @@ import threading
 
 import numpy as np
 import pytest
-from codegen.support import tcpr_cache  # noqa: F401
+from codegen.support import fuse_everything, tcpr_cache  # noqa: F401
+from numerics import assert_close_to_reference
 
 from tcp_rules import build as tb
 from tcp_rules.codegen import jit, native, program, results
@@ -29,7 +30,9 @@ from tcp_rules.codegen.program import (
     _Arena,
     split,
 )
+from tcp_rules.codegen.kernel import MatmulKernel
 from tcp_rules.codegen.runtime import compile_func
+from tcp_rules.codegen.tiling import tile_shape
 from tcp_rules.interpret import evaluate
 from tcp_rules.ir import Func
 
@@ -153,6 +156,51 @@ def test_whole_program_entry_matches_the_reference(threads: int) -> None:
     got, wall, steps = cf.timed(x, w)
     assert len(steps) == len(cf.steps) and wall > sum(steps) > 0
     np.testing.assert_allclose(got[0], want[0], rtol=0, atol=tol)
+
+
+BATCH, M, K, N = 7, 45, 40, 50  # 45 rows: chunks of MR-aligned rows start inside batches
+
+
+def _batched(kind: str) -> Func:
+    f = tb.FuncBuilder("heads")
+    q = f.param("q", f"f32[{BATCH}, {M}, {K}]")
+    if kind == "plain":
+        f.ret(tb.matmul(q, f.param("b", f"f32[{BATCH}, {K}, {N}]")))
+        return f.finish()
+    s = tb.matmul(q, tb.transpose(f.param("k", f"f32[{BATCH}, {N}, {K}]"), perm=[0, 2, 1]))
+    if kind == "transposed":
+        f.ret(s)
+        return f.finish()
+    e = tb.exp(tb.sub(s, tb.broadcast(tb.reduce_max(s, axes=[2]), shape=[BATCH, M, N],
+                                      dims=[0, 1])))
+    f.ret(tb.div(e, tb.broadcast(tb.reduce_sum(e, axes=[2]), shape=[BATCH, M, N], dims=[0, 1])))
+    return fuse_everything(f.finish())
+
+
+@pytest.mark.parametrize("kind", ["plain", "transposed", "softmax"])
+def test_batched_matmul_chunks_run_through_the_batches(kind: str) -> None:
+    """Threads split a batched product's rows counted batch after batch, so chunks start and
+    end inside batches: every thread count gives the one-thread result bit for bit (each
+    element's sum over k runs the same way in any tile), and that is the reference's."""
+    func = _batched(kind)
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal(tuple(int(d.const or 0) for d in p.type.dims)).astype(np.float32)
+          for p in func.params]
+    one = compile_func(func, threads=1)
+    (step,) = one.steps
+    assert isinstance(step.kernel, MatmulKernel) and step.kernel.batched
+    assert (step.kernel.post is not None) == (kind == "softmax")
+    want = one(*xs)
+    assert_close_to_reference(list(want), func, xs, kind)
+    mr = tile_shape(step.kernel.buffers[0].dtype)[0]
+    for threads in (2, 3, 8):
+        cf = compile_func(func, threads=threads)
+        got = cf(*xs)
+        np.testing.assert_array_equal(got[0], want[0], err_msg=f"{kind}, {threads} threads")
+        prog = cf._layout(cf._validated(xs)).prog
+        rec = prog[prog[3]:prog[3] + STEP_WORDS]  # the one step's record
+        assert rec[EXTENT] == BATCH * M and rec[ALIGN_ROWS] == mr
+        assert rec[NCHUNKS] == split(BATCH * M, BATCH * M * K * N, mr, threads) > BATCH
 
 
 def test_concurrent_callers_get_their_own_results() -> None:

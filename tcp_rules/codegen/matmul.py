@@ -33,7 +33,10 @@ after its block of A, and the row kernel writes the output.
 
 Symbols: ``<sym>_pack(b, packed, sizes, lo, hi)`` packs panels [lo, hi) of every batch
 (packing.py); ``<sym>(a, b, ..., out, packed, a_scratch, sizes, lo, hi)`` computes rows
-[lo, hi). The tile shapes, blocks and scratch layout are in tiling.py.
+[lo, hi) of the batches' rows counted one batch after another (``batch * m`` in all), so that
+threads split a batched product by whole batches where there are enough (attention's heads),
+each reading its batches' panels of B alone. The tile shapes, blocks and scratch layout are in
+tiling.py.
 """
 
 from __future__ import annotations
@@ -317,8 +320,13 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
     tail = b.mul(b.mul(batch, npan), b.mul(kk, f.c64(nr)))  # the panels' max |b| (emit_pack)
 
     def per_batch(bi: ir.Value) -> None:
+        # rows [lo, hi) count through the batches one after another: this batch's share
+        first = b.mul(bi, m)
+        r0 = e.intrinsic("smax", [b.sub(lo, first), f.c64(0)])
+        r1 = f_min(e, b.sub(hi, first), m)
+
         def per_block(ic: ir.Value) -> None:
-            ic_end = f_min(e, b.add(ic, f.c64(MC)), hi)
+            ic_end = f_min(e, b.add(ic, f.c64(MC)), r1)
             if direct:
                 if guard:
                     block_max(bi, ic, ic_end)
@@ -335,6 +343,7 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
             f.loop(f.c64(0), npan, 1, per_panel, "jr")
             if post_fn is not None:
                 row_pass(bi, ic, ic_end)
-        f.loop(lo, hi, MC, per_block, "ic")
-    f.loop(f.c64(0), batch, 1, per_batch, "bi")
+        f.loop(r0, r1, MC, per_block, "ic")
+    f.loop(b.sdiv(lo, m), f_min(e, b.sdiv(b.add(hi, b.sub(m, f.c64(1))), m), batch), 1,
+           per_batch, "bi")
     b.ret_void()

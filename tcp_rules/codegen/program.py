@@ -372,7 +372,8 @@ def layout(plan: Plan, inst: Instance, addrs: list[tuple[int, int]], threads: in
             item = st.kernel.buffers[0].dtype.np_dtype.itemsize
             npan = -(-n // nr)
             packed = (batch * npan * kk * nr + batch * npan) * item  # panels, then max |b|
-            rows = split(m, batch * m * kk * n, mr, threads)
+            # the compute function's rows run through the batches (matmul.py)
+            rows = split(batch * m, batch * m * kk * n, mr, threads)
             # each worker's packed block of A (a token size where tiles read A in place) and
             # a row pass's block of product rows
             per_worker = worker_scratch(st.kernel, kk, n, target)[0]
@@ -385,7 +386,7 @@ def layout(plan: Plan, inst: Instance, addrs: list[tuple[int, int]], threads: in
             rec[PACK_CHUNKS] = split(npan, batch * kk * n, 1, threads)
             rec[PACKED_ARG], rec[SCRATCH_ARG], rec[B_ARG] = len(args) - 2, len(args) - 1, 1
             rec[SCRATCH_BYTES], rec[NCHUNKS], rec[ALIGN_ROWS] = per_worker, rows, mr
-            rec[EXTENT] = m
+            rec[EXTENT] = batch * m
         else:
             rec[NCHUNKS], rec[ALIGN_ROWS] = split(si.extent, si.work, 1, threads), 1
         rec[NARGS] = len(args)
