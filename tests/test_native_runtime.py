@@ -15,6 +15,7 @@ from numerics import assert_close_to_reference
 
 from tcp_rules import build as tb
 from tcp_rules.codegen import jit, native, program, results
+from tcp_rules.codegen.kernel import MatmulKernel
 from tcp_rules.codegen.program import (
     ALIGN_ROWS,
     ARGS,
@@ -25,12 +26,13 @@ from tcp_rules.codegen.program import (
     KIND,
     NARGS,
     NCHUNKS,
+    PACK_CHUNKS,
+    PANELS,
     SIZES,
     STEP_WORDS,
     _Arena,
     split,
 )
-from tcp_rules.codegen.kernel import MatmulKernel
 from tcp_rules.codegen.runtime import compile_func
 from tcp_rules.codegen.tiling import tile_shape
 from tcp_rules.interpret import evaluate
@@ -158,31 +160,35 @@ def test_whole_program_entry_matches_the_reference(threads: int) -> None:
     np.testing.assert_allclose(got[0], want[0], rtol=0, atol=tol)
 
 
-BATCH, M, K, N = 7, 45, 40, 50  # 45 rows: chunks of MR-aligned rows start inside batches
-
-
-def _batched(kind: str) -> Func:
+def _batched(kind: str, batch: int, m: int, k: int, n: int) -> Func:
     f = tb.FuncBuilder("heads")
-    q = f.param("q", f"f32[{BATCH}, {M}, {K}]")
+    q = f.param("q", f"f32[{batch}, {m}, {k}]")
     if kind == "plain":
-        f.ret(tb.matmul(q, f.param("b", f"f32[{BATCH}, {K}, {N}]")))
+        f.ret(tb.matmul(q, f.param("b", f"f32[{batch}, {k}, {n}]")))
         return f.finish()
-    s = tb.matmul(q, tb.transpose(f.param("k", f"f32[{BATCH}, {N}, {K}]"), perm=[0, 2, 1]))
+    s = tb.matmul(q, tb.transpose(f.param("k", f"f32[{batch}, {n}, {k}]"), perm=[0, 2, 1]))
     if kind == "transposed":
         f.ret(s)
         return f.finish()
-    e = tb.exp(tb.sub(s, tb.broadcast(tb.reduce_max(s, axes=[2]), shape=[BATCH, M, N],
-                                      dims=[0, 1])))
-    f.ret(tb.div(e, tb.broadcast(tb.reduce_sum(e, axes=[2]), shape=[BATCH, M, N], dims=[0, 1])))
+    shape = [batch, m, n]
+    e = tb.exp(tb.sub(s, tb.broadcast(tb.reduce_max(s, axes=[2]), shape=shape, dims=[0, 1])))
+    f.ret(tb.div(e, tb.broadcast(tb.reduce_sum(e, axes=[2]), shape=shape, dims=[0, 1])))
     return fuse_everything(f.finish())
 
 
-@pytest.mark.parametrize("kind", ["plain", "transposed", "softmax"])
-def test_batched_matmul_chunks_run_through_the_batches(kind: str) -> None:
-    """Threads split a batched product's rows counted batch after batch, so chunks start and
-    end inside batches: every thread count gives the one-thread result bit for bit (each
-    element's sum over k runs the same way in any tile), and that is the reference's."""
-    func = _batched(kind)
+# 45 rows a batch: chunks of MR-aligned rows start inside batches; K x N of 256 x 260 is enough
+# work to pack B's panels in chunks too, which start inside batches as well
+@pytest.mark.parametrize(("kind", "dims"), [
+    ("plain", (7, 45, 40, 50)), ("transposed", (7, 45, 40, 50)), ("softmax", (7, 45, 40, 50)),
+    ("plain", (8, 9, 256, 260)), ("transposed", (8, 9, 256, 260))])
+def test_batched_matmul_chunks_run_through_the_batches(kind: str,
+                                                       dims: tuple[int, int, int, int]) -> None:
+    """Threads split a batched product's rows (and the panels of B it packs) counted batch
+    after batch, so chunks start and end inside batches: every thread count gives the
+    one-thread result bit for bit (each element's sum over k runs the same way in any tile),
+    and that is the reference's."""
+    batch, m, k, n = dims
+    func = _batched(kind, *dims)
     rng = np.random.default_rng(3)
     xs = [rng.standard_normal(tuple(int(d.const or 0) for d in p.type.dims)).astype(np.float32)
           for p in func.params]
@@ -192,15 +198,21 @@ def test_batched_matmul_chunks_run_through_the_batches(kind: str) -> None:
     assert (step.kernel.post is not None) == (kind == "softmax")
     want = one(*xs)
     assert_close_to_reference(list(want), func, xs, kind)
-    mr = tile_shape(step.kernel.buffers[0].dtype)[0]
+    mr, nr, _ = tile_shape(step.kernel.buffers[0].dtype)
+    panels = batch * -(-n // nr)
     for threads in (2, 3, 8):
         cf = compile_func(func, threads=threads)
         got = cf(*xs)
         np.testing.assert_array_equal(got[0], want[0], err_msg=f"{kind}, {threads} threads")
         prog = cf._layout(cf._validated(xs)).prog
         rec = prog[prog[3]:prog[3] + STEP_WORDS]  # the one step's record
-        assert rec[EXTENT] == BATCH * M and rec[ALIGN_ROWS] == mr
-        assert rec[NCHUNKS] == split(BATCH * M, BATCH * M * K * N, mr, threads) > BATCH
+        assert rec[EXTENT] == batch * m and rec[ALIGN_ROWS] == mr and rec[PANELS] == panels
+        assert rec[NCHUNKS] == split(batch * m, batch * m * k * n, mr, threads)
+        assert rec[PACK_CHUNKS] == split(panels, batch * k * n, 1, threads)
+        if m == 45:
+            assert rec[NCHUNKS] > batch  # more chunks than batches: some start inside one
+        else:
+            assert rec[PACK_CHUNKS] > batch
 
 
 def test_concurrent_callers_get_their_own_results() -> None:

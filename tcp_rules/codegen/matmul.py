@@ -31,12 +31,12 @@ heads split out of a projection), and a row kernel may run on each finished bloc
 (``MatmulKernel.post``, rowpass.py): the block's product then goes to the worker's scratch,
 after its block of A, and the row kernel writes the output.
 
-Symbols: ``<sym>_pack(b, packed, sizes, lo, hi)`` packs panels [lo, hi) of every batch
-(packing.py); ``<sym>(a, b, ..., out, packed, a_scratch, sizes, lo, hi)`` computes rows
-[lo, hi) of the batches' rows counted one batch after another (``batch * m`` in all), so that
-threads split a batched product by whole batches where there are enough (attention's heads),
-each reading its batches' panels of B alone. The tile shapes, blocks and scratch layout are in
-tiling.py.
+Symbols: ``<sym>_pack(b, packed, sizes, lo, hi)`` packs panels [lo, hi) (packing.py);
+``<sym>(a, b, ..., out, packed, a_scratch, sizes, lo, hi)`` computes rows [lo, hi). Both count
+through the batches one after another (``batch * npan`` panels, ``batch * m`` rows in all), so
+that threads split a batched product by whole batches where there are enough (attention's
+heads), each reading its batches' panels of B alone. The tile shapes, blocks and scratch
+layout are in tiling.py.
 """
 
 from __future__ import annotations

@@ -150,8 +150,12 @@ def emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> None:
             if dt.is_float:
                 m = bigger(f.e, m, f.e.intrinsic("vector.reduce.fmax", [b.load(vmx)], ret=ty))
             b.store(m, f.e.gep(ty, dst, b.add(tail, b.add(b.mul(bi, npan), p))))
-        f.loop(lo, hi, 1, per_panel, "p")
-    f.loop(f.c64(0), batch, 1, per_batch, "bi")
+        # panels [lo, hi) count through the batches one after another: this batch's share
+        first = b.mul(bi, npan)
+        f.loop(f.e.intrinsic("smax", [b.sub(lo, first), f.c64(0)]),
+               f.imin(b.sub(hi, first), npan), 1, per_panel, "p")
+    f.loop(b.sdiv(lo, npan), f.imin(b.sdiv(b.add(hi, b.sub(npan, f.c64(1))), npan), batch), 1,
+           per_batch, "bi")
     b.ret_void()
 
 

@@ -38,7 +38,7 @@ HEADER = 4
 STEP_WORDS = 16
 # Step record fields.
 KIND, FN, NARGS, ARGS, SIZES, EXTENT, NCHUNKS, ALIGN_ROWS = range(8)
-PACK_FN, NPAN, PACK_CHUNKS, PACKED_ARG, SCRATCH_ARG, SCRATCH_BYTES, B_ARG = range(8, 15)
+PACK_FN, PANELS, PACK_CHUNKS, PACKED_ARG, SCRATCH_ARG, SCRATCH_BYTES, B_ARG = range(8, 15)
 KERNEL, MATMUL = 0, 1
 CTX_WORDS = 10  # a chunk job: fn, args, nargs, sizes, extent, chunks, align, scratch pos/base/size
 
@@ -200,7 +200,7 @@ kind.test:
   br i1 %ismm, label %pack, label %call
 pack:                                     ; a matmul packs B first (split over panels)
 {word("pfn", "rec", PACK_FN, "ptr")}
-{word("npan", "rec", NPAN)}
+{word("npan", "rec", PANELS)}
 {word("pch", "rec", PACK_CHUNKS)}
 {word("parg", "rec", PACKED_ARG)}
 {word("barg", "rec", B_ARG)}
@@ -382,8 +382,9 @@ def layout(plan: Plan, inst: Instance, addrs: list[tuple[int, int]], threads: in
             table.append((arena_slot, arena.place(packed, s, s)))
             args.append(len(table))
             table.append((arena_slot, arena.place(per_worker * workers, s, s)))
-            rec[KIND], rec[PACK_FN], rec[NPAN] = MATMUL, pack, npan
-            rec[PACK_CHUNKS] = split(npan, batch * kk * n, 1, threads)
+            # the pack function's panels run through the batches too (packing.py)
+            rec[KIND], rec[PACK_FN], rec[PANELS] = MATMUL, pack, batch * npan
+            rec[PACK_CHUNKS] = split(batch * npan, batch * kk * n, 1, threads)
             rec[PACKED_ARG], rec[SCRATCH_ARG], rec[B_ARG] = len(args) - 2, len(args) - 1, 1
             rec[SCRATCH_BYTES], rec[NCHUNKS], rec[ALIGN_ROWS] = per_worker, rows, mr
             rec[EXTENT] = batch * m
