@@ -4,6 +4,7 @@ concurrent callers and forked children get correct results."""
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import multiprocessing
 import threading
@@ -34,7 +35,7 @@ from tcp_rules.codegen.program import (
     split,
 )
 from tcp_rules.codegen.runtime import compile_func
-from tcp_rules.codegen.tiling import tile_shape
+from tcp_rules.codegen.tiling import panel_groups, tile_shape
 from tcp_rules.interpret import evaluate
 from tcp_rules.ir import Func
 
@@ -162,6 +163,9 @@ def test_whole_program_entry_matches_the_reference(threads: int) -> None:
 
 def _batched(kind: str, batch: int, m: int, k: int, n: int) -> Func:
     f = tb.FuncBuilder("heads")
+    if kind == "2-d":
+        f.ret(tb.matmul(f.param("a", f"f32[{m}, {k}]"), f.param("b", f"f32[{k}, {n}]")))
+        return f.finish()
     q = f.param("q", f"f32[{batch}, {m}, {k}]")
     if kind == "plain":
         f.ret(tb.matmul(q, f.param("b", f"f32[{batch}, {k}, {n}]")))
@@ -176,17 +180,19 @@ def _batched(kind: str, batch: int, m: int, k: int, n: int) -> Func:
     return fuse_everything(f.finish())
 
 
-# 45 rows a batch: chunks of MR-aligned rows start inside batches; K x N of 256 x 260 is enough
-# work to pack B's panels in chunks too, which start inside batches as well
+# 45 rows a batch: chunks of MR-aligned rows start inside batches. K x N of 512 x 640 is enough
+# work to pack B's panels in chunks too, which start inside batches as well, and with rows too
+# few for MC-row chunks, a B of 1.3 MB makes the threads split its panels into groups
 @pytest.mark.parametrize(("kind", "dims"), [
     ("plain", (7, 45, 40, 50)), ("transposed", (7, 45, 40, 50)), ("softmax", (7, 45, 40, 50)),
-    ("plain", (8, 9, 256, 260)), ("transposed", (8, 9, 256, 260))])
-def test_batched_matmul_chunks_run_through_the_batches(kind: str,
-                                                       dims: tuple[int, int, int, int]) -> None:
-    """Threads split a batched product's rows (and the panels of B it packs) counted batch
-    after batch, so chunks start and end inside batches: every thread count gives the
-    one-thread result bit for bit (each element's sum over k runs the same way in any tile),
-    and that is the reference's."""
+    ("plain", (4, 9, 512, 640)), ("transposed", (4, 9, 512, 640)), ("2-d", (1, 100, 512, 640))])
+def test_matmul_chunks_run_through_batches_and_panel_groups(
+        kind: str, dims: tuple[int, int, int, int]) -> None:
+    """Threads split a product's rows counted batch after batch, and then through groups of
+    B's panels where the rows are too few for MC-row chunks (tiling.panel_groups; not with a
+    row pass); B's panels are packed in chunks counted batch after batch: chunks start and end
+    inside batches and groups. Every thread count gives the one-thread result bit for bit
+    (each element's sum over k runs the same way in any tile), and that is the reference's."""
     batch, m, k, n = dims
     func = _batched(kind, *dims)
     rng = np.random.default_rng(3)
@@ -194,25 +200,36 @@ def test_batched_matmul_chunks_run_through_the_batches(kind: str,
           for p in func.params]
     one = compile_func(func, threads=1)
     (step,) = one.steps
-    assert isinstance(step.kernel, MatmulKernel) and step.kernel.batched
+    assert isinstance(step.kernel, MatmulKernel) and step.kernel.batched == (kind != "2-d")
     assert (step.kernel.post is not None) == (kind == "softmax")
     want = one(*xs)
     assert_close_to_reference(list(want), func, xs, kind)
     mr, nr, _ = tile_shape(step.kernel.buffers[0].dtype)
-    panels = batch * -(-n // nr)
+    npan = -(-n // nr)
+    grouped = []
     for threads in (2, 3, 8):
         cf = compile_func(func, threads=threads)
         got = cf(*xs)
         np.testing.assert_array_equal(got[0], want[0], err_msg=f"{kind}, {threads} threads")
         prog = cf._layout(cf._validated(xs)).prog
         rec = prog[prog[3]:prog[3] + STEP_WORDS]  # the one step's record
-        assert rec[EXTENT] == batch * m and rec[ALIGN_ROWS] == mr and rec[PANELS] == panels
-        assert rec[NCHUNKS] == split(batch * m, batch * m * k * n, mr, threads)
-        assert rec[PACK_CHUNKS] == split(panels, batch * k * n, 1, threads)
+        groups = panel_groups(step.kernel, batch * m, k, npan, nr, threads)
+        assert groups == 1 or kind != "softmax"
+        grouped.append(groups)
+        assert rec[NCHUNKS] == split(groups * batch * m, batch * m * k * n, mr, threads) > 1
+        assert rec[EXTENT] == groups * batch * m and rec[ALIGN_ROWS] == mr
+        assert np.ctypeslib.as_array(ctypes.cast(int(rec[SIZES]), ctypes.POINTER(
+            ctypes.c_int64)), (len(step.kernel.sizes) + 1,))[-1] == groups
+        assert rec[PANELS] == batch * npan
+        assert rec[PACK_CHUNKS] == split(batch * npan, batch * k * n, 1, threads)
         if m == 45:
             assert rec[NCHUNKS] > batch  # more chunks than batches: some start inside one
-        else:
+        elif kind != "2-d":
             assert rec[PACK_CHUNKS] > batch
+    if kind == "softmax":
+        assert max(grouped) == 1
+    elif m != 45:
+        assert max(grouped) > 2
 
 
 def test_concurrent_callers_get_their_own_results() -> None:

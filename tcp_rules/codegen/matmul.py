@@ -319,8 +319,16 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
 
     tail = b.mul(b.mul(batch, npan), b.mul(kk, f.c64(nr)))  # the panels' max |b| (emit_pack)
 
-    def per_batch(bi: ir.Value) -> None:
-        # rows [lo, hi) count through the batches one after another: this batch's share
+    # rows [lo, hi) count through the batches, then through groups of panels (program.py
+    # writes the group count after the kernel's sizes; tiling.panel_groups)
+    groups = e.load(I64, e.gep(I64, sizes, f.c64(len(k.sizes))))
+    group_panels = b.sdiv(b.add(npan, b.sub(groups, f.c64(1))), groups)
+    rows_all = b.mul(batch, m)
+    p_lo = f._alloca(I64, "p.lo")
+    p_hi = f._alloca(I64, "p.hi")
+
+    def per_batch(bi: ir.Value, lo: ir.Value, hi: ir.Value) -> None:
+        # this batch's share of rows [lo, hi) of the group
         first = b.mul(bi, m)
         r0 = e.intrinsic("smax", [b.sub(lo, first), f.c64(0)])
         r1 = f_min(e, b.sub(hi, first), m)
@@ -340,10 +348,19 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
                     risky = _risky(e, b.load(amax), bmax)
                 f.loop(ic, ic_end, mr, lambda i0: tile(
                     bi, i0, f_min(e, f.c64(mr), b.sub(ic_end, i0)), p, ic, risky), "ir")
-            f.loop(f.c64(0), npan, 1, per_panel, "jr")
+            f.loop(b.load(p_lo), b.load(p_hi), 1, per_panel, "jr")
             if post_fn is not None:
                 row_pass(bi, ic, ic_end)
         f.loop(r0, r1, MC, per_block, "ic")
-    f.loop(b.sdiv(lo, m), f_min(e, b.sdiv(b.add(hi, b.sub(m, f.c64(1))), m), batch), 1,
-           per_batch, "bi")
+
+    def per_group(g: ir.Value) -> None:
+        first = b.mul(g, rows_all)
+        glo = e.intrinsic("smax", [b.sub(lo, first), f.c64(0)])
+        ghi = f_min(e, b.sub(hi, first), rows_all)
+        b.store(b.mul(g, group_panels), p_lo)
+        b.store(f_min(e, b.add(b.load(p_lo), group_panels), npan), p_hi)
+        f.loop(b.sdiv(glo, m), f_min(e, b.sdiv(b.add(ghi, b.sub(m, f.c64(1))), m), batch), 1,
+               lambda bi: per_batch(bi, glo, ghi), "bi")
+    f.loop(b.sdiv(lo, rows_all), f_min(e, b.sdiv(b.add(hi, b.sub(rows_all, f.c64(1))),
+                                                 rows_all), groups), 1, per_group, "g")
     b.ret_void()

@@ -25,7 +25,7 @@ import numpy as np
 from tcp_rules.codegen.jit import Target
 from tcp_rules.codegen.kernel import MatmulKernel
 from tcp_rules.codegen.plan import Instance, Plan
-from tcp_rules.codegen.tiling import tile_shape, worker_scratch
+from tcp_rules.codegen.tiling import panel_groups, tile_shape, worker_scratch
 
 SPLIT_WORK = 1 << 19  # below this many element-steps a kernel runs on the calling thread
 CHUNKS_PER_THREAD = 8  # chunks per thread: a core slowed by other processes takes fewer
@@ -253,6 +253,7 @@ class Layout:
     prog: np.ndarray  # int64: header, buffer table, step records, argument lists
     arena_bytes: int
     nslots: int  # inputs, then results, then the arena
+    kept: list[np.ndarray] = field(default_factory=list)  # what prog points into
     _free: list[np.ndarray] = field(default_factory=list)  # arenas no call is using
 
     @property
@@ -360,6 +361,7 @@ def layout(plan: Plan, inst: Instance, addrs: list[tuple[int, int]], threads: in
             table.append((arena_slot, off))
     records: list[list[int]] = []
     arglists: list[list[int]] = []
+    kept: list[np.ndarray] = []  # arrays the table points into
     for s, (st, si, (fn, pack)) in enumerate(zip(plan.steps, inst.steps, addrs, strict=True)):
         rec = [0] * STEP_WORDS
         args = list(st.buffers)
@@ -372,8 +374,15 @@ def layout(plan: Plan, inst: Instance, addrs: list[tuple[int, int]], threads: in
             item = st.kernel.buffers[0].dtype.np_dtype.itemsize
             npan = -(-n // nr)
             packed = (batch * npan * kk * nr + batch * npan) * item  # panels, then max |b|
-            # the compute function's rows run through the batches (matmul.py)
-            rows = split(batch * m, batch * m * kk * n, mr, threads)
+            # the compute function's rows run through the batches, then the groups of panels
+            # (matmul.py); the group count follows the kernel's sizes
+            groups = panel_groups(st.kernel, batch * m, kk, npan, nr, threads)
+            rows = split(groups * batch * m, batch * m * kk * n, mr, threads)
+            if rows == 1:
+                groups = 1
+            sizes = np.array([*si.sizes[:len(st.kernel.sizes)], groups], dtype=np.int64)
+            kept.append(sizes)
+            rec[SIZES] = sizes.ctypes.data
             # each worker's packed block of A (a token size where tiles read A in place) and
             # a row pass's block of product rows
             per_worker = worker_scratch(st.kernel, kk, n, target)[0]
@@ -387,7 +396,7 @@ def layout(plan: Plan, inst: Instance, addrs: list[tuple[int, int]], threads: in
             rec[PACK_CHUNKS] = split(batch * npan, batch * kk * n, 1, threads)
             rec[PACKED_ARG], rec[SCRATCH_ARG], rec[B_ARG] = len(args) - 2, len(args) - 1, 1
             rec[SCRATCH_BYTES], rec[NCHUNKS], rec[ALIGN_ROWS] = per_worker, rows, mr
-            rec[EXTENT] = batch * m
+            rec[EXTENT] = groups * batch * m
         else:
             rec[NCHUNKS], rec[ALIGN_ROWS] = split(si.extent, si.work, 1, threads), 1
         rec[NARGS] = len(args)
@@ -405,5 +414,5 @@ def layout(plan: Plan, inst: Instance, addrs: list[tuple[int, int]], threads: in
         words += args
         at += len(args)
     prog = np.array(words, dtype=np.int64)
-    return Layout(prog, arena.size, arena_slot + 1)
+    return Layout(prog, arena.size, arena_slot + 1, kept)
 

@@ -11,6 +11,8 @@ from tcp_rules.types import DType
 MC = 96  # rows per block: an MC x K block of A stays in L2 while the panels pass
 LINE = 64  # bytes: the parts of a worker's scratch start on cache lines
 IN_PLACE_PANELS = 4  # up to this many panels of B, tiles read A in place (packs_a)
+GROUP_BYTES = 512 << 10  # a group of B's panels that fits in L2 with room (panel_groups)
+MIN_GROUP_PANELS = 4  # a group's panels: enough to repay reading A once more
 
 
 def tile_shape(dt: DType, target: jit.Target | None = None) -> tuple[int, int, int]:
@@ -35,6 +37,30 @@ def packs_a(k: MatmulKernel, target: jit.Target | None = None) -> bool:
     AVX2 code even on all of them); from eight panels on packing pays."""
     _, nr, _ = tile_shape(k.buffers[0].dtype, target)
     return not (isinstance(k.n, int) and k.n <= IN_PLACE_PANELS * nr)
+
+
+def panel_groups(k: MatmulKernel, rows: int, kk: int, npan: int, nr: int, threads: int) -> int:
+    """Into how many groups of B's panels the threads split a product of ``rows`` rows (its
+    batches' together) with ``npan`` panels of ``kk`` x ``nr``, besides splitting the rows.
+
+    A chunk of rows reads all of its group's panels once per block of MC rows. Chunks of
+    fewer rows than MC (many threads, few rows) read B that many more times, and from L3 once
+    B outgrows L2: 16 threads on 1024^3 split into chunks of 8 rows each read B's 4 MiB, 128
+    times (on 2 CPUs, 16 threads took 1.4x as long as 2; with groups, 1.04-1.12x). So the
+    panels are split until a chunk has MC rows or its group's panels fit in GROUP_BYTES,
+    keeping MIN_GROUP_PANELS panels a group: each group reads (or packs) A again. A row pass
+    needs all of a row's columns: one group."""
+    from tcp_rules.codegen.program import CHUNKS_PER_THREAD  # (program imports this module)
+
+    if threads <= 1 or k.post is not None or rows <= 0:
+        return 1
+    chunks = threads * CHUNKS_PER_THREAD
+    item = k.buffers[0].dtype.itemsize
+    g = 1
+    while g < npan // MIN_GROUP_PANELS and g * rows < chunks * MC and (
+            kk * -(-npan // g) * nr * item > GROUP_BYTES):
+        g += 1
+    return -(-npan // -(-npan // g))  # as many as hold panels when each holds as many
 
 
 def worker_scratch(k: MatmulKernel, kk: int, n: int, target: jit.Target | None = None
