@@ -46,7 +46,7 @@ def panel_groups(k: MatmulKernel, rows: int, kk: int, npan: int, nr: int, thread
     A chunk of rows reads all of its group's panels once per block of MC rows. Chunks of
     fewer rows than MC (many threads, few rows) read B that many more times, and from L3 once
     B outgrows L2: 16 threads on 1024^3 split into chunks of 8 rows each read B's 4 MiB, 128
-    times (on 2 CPUs, 16 threads took 1.4x as long as 2; with groups, 1.04-1.12x). So the
+    times (16 threads on 2 CPUs took 1.5x as long as 2 threads; with groups, as long). So the
     panels are split until a chunk has MC rows or its group's panels fit in GROUP_BYTES,
     keeping MIN_GROUP_PANELS panels a group: each group reads (or packs) A again. A row pass
     needs all of a row's columns: one group."""
