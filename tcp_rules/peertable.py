@@ -6,7 +6,8 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-TCPR_OUT = "tcp-rules out="
+from tcp_rules.benchpeers import TCPR_OUT
+
 LABELS = {"tcp-rules": "tcpr", "tcp-rules out=": "tcpr out=", "numpy": "numpy",
           "onnxruntime": "onnxrt", "jax": "jax", "torch": "torch"}
 

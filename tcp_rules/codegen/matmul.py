@@ -324,11 +324,10 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
     groups = e.load(I64, e.gep(I64, sizes, f.c64(len(k.sizes))))
     group_panels = b.sdiv(b.add(npan, b.sub(groups, f.c64(1))), groups)
     rows_all = b.mul(batch, m)
-    p_lo = f._alloca(I64, "p.lo")
-    p_hi = f._alloca(I64, "p.hi")
 
-    def per_batch(bi: ir.Value, lo: ir.Value, hi: ir.Value) -> None:
-        # this batch's share of rows [lo, hi) of the group
+    def per_batch(bi: ir.Value, lo: ir.Value, hi: ir.Value, p_lo: ir.Value, p_hi: ir.Value
+                  ) -> None:
+        """This batch's share of rows [lo, hi) of a group, over its panels [p_lo, p_hi)."""
         first = b.mul(bi, m)
         r0 = e.intrinsic("smax", [b.sub(lo, first), f.c64(0)])
         r1 = f_min(e, b.sub(hi, first), m)
@@ -348,7 +347,7 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
                     risky = _risky(e, b.load(amax), bmax)
                 f.loop(ic, ic_end, mr, lambda i0: tile(
                     bi, i0, f_min(e, f.c64(mr), b.sub(ic_end, i0)), p, ic, risky), "ir")
-            f.loop(b.load(p_lo), b.load(p_hi), 1, per_panel, "jr")
+            f.loop(p_lo, p_hi, 1, per_panel, "jr")
             if post_fn is not None:
                 row_pass(bi, ic, ic_end)
         f.loop(r0, r1, MC, per_block, "ic")
@@ -357,10 +356,10 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
         first = b.mul(g, rows_all)
         glo = e.intrinsic("smax", [b.sub(lo, first), f.c64(0)])
         ghi = f_min(e, b.sub(hi, first), rows_all)
-        b.store(b.mul(g, group_panels), p_lo)
-        b.store(f_min(e, b.add(b.load(p_lo), group_panels), npan), p_hi)
+        p_lo = b.mul(g, group_panels)
+        p_hi = f_min(e, b.add(p_lo, group_panels), npan)
         f.loop(b.sdiv(glo, m), f_min(e, b.sdiv(b.add(ghi, b.sub(m, f.c64(1))), m), batch), 1,
-               lambda bi: per_batch(bi, glo, ghi), "bi")
+               lambda bi: per_batch(bi, glo, ghi, p_lo, p_hi), "bi")
     f.loop(b.sdiv(lo, rows_all), f_min(e, b.sdiv(b.add(hi, b.sub(rows_all, f.c64(1))),
                                                  rows_all), groups), 1, per_group, "g")
     b.ret_void()
