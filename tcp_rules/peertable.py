@@ -106,10 +106,10 @@ def _scaling_table(report: dict[str, Any], titles: dict[str, str]) -> list[str]:
                  for run in runs)]
     for name in [r["workload"] for r in base["rows"]]:
         cells = []
+        first = by[0][name]["ms"].get(TCPR_OUT)
         for rows in by:
             r = rows.get(name)
             ms = r["ms"].get(TCPR_OUT) if r else None
-            first = by[0][name]["ms"].get(TCPR_OUT)
             if r is None or ms is None:
                 cells.append(f" | {'-':<28}")
                 continue
