@@ -104,6 +104,7 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
 
     last = [start]
     progress_every = PROGRESS_EVERY * options.limits.seconds
+    ended: list[tuple[int, Func, float, float]] = []  # the extraction at the last phase end
 
     def on_iteration(sat: Saturation) -> None:
         it = sat.iterations[-1]
@@ -134,8 +135,6 @@ def run_optimizer(func: Func, rules: Sequence[Rule], options: OptOptions,
             if cost < report.cost_before:
                 message["program"], message["cost"] = print_func(out), cost
         progress(message)
-
-    ended: list[tuple[int, Func, float, float]] = []  # the extraction at the last phase end
 
     rounds: list[tuple[float, Func]] = []  # the best program after each round
 

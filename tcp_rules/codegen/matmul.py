@@ -336,14 +336,10 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
     # writes the group count after the kernel's sizes; tiling.panel_groups)
     groups = e.load(I64, e.gep(I64, sizes, f.c64(len(k.sizes))))
     group_panels = b.sdiv(b.add(npan, b.sub(groups, f.c64(1))), groups)
-    rows_all = b.mul(batch, m)
 
-    def per_batch(bi: ir.Value, lo: ir.Value, hi: ir.Value, p_lo: ir.Value, p_hi: ir.Value
+    def per_batch(bi: ir.Value, r0: ir.Value, r1: ir.Value, p_lo: ir.Value, p_hi: ir.Value
                   ) -> None:
-        """This batch's share of rows [lo, hi) of a group, over its panels [p_lo, p_hi)."""
-        first = b.mul(bi, m)
-        r0 = e.intrinsic("smax", [b.sub(lo, first), f.c64(0)])
-        r1 = f_min(e, b.sub(hi, first), m)
+        """Rows [r0, r1) of batch ``bi``, over a group's panels [p_lo, p_hi)."""
 
         def per_block(ic: ir.Value) -> None:
             ic_end = f_min(e, b.add(ic, f.c64(MC)), r1)
@@ -365,14 +361,10 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
                 row_pass(bi, ic, ic_end)
         f.loop(r0, r1, MC, per_block, "ic")
 
-    def per_group(g: ir.Value) -> None:
-        first = b.mul(g, rows_all)
-        glo = e.intrinsic("smax", [b.sub(lo, first), f.c64(0)])
-        ghi = f_min(e, b.sub(hi, first), rows_all)
+    def per_group(g: ir.Value, glo: ir.Value, ghi: ir.Value) -> None:
         p_lo = b.mul(g, group_panels)
         p_hi = f_min(e, b.add(p_lo, group_panels), npan)
-        f.loop(b.sdiv(glo, m), f_min(e, b.sdiv(b.add(ghi, b.sub(m, f.c64(1))), m), batch), 1,
-               lambda bi: per_batch(bi, glo, ghi, p_lo, p_hi), "bi")
-    f.loop(b.sdiv(lo, rows_all), f_min(e, b.sdiv(b.add(hi, b.sub(rows_all, f.c64(1))),
-                                                 rows_all), groups), 1, per_group, "g")
+        f.through(glo, ghi, m, batch, lambda bi, r0, r1: per_batch(bi, r0, r1, p_lo, p_hi),
+                  "bi")
+    f.through(lo, hi, b.mul(batch, m), groups, per_group, "g")
     b.ret_void()

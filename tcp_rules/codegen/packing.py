@@ -65,6 +65,20 @@ class Fn:
     def imin(self, a: ir.Value, b: ir.Value) -> ir.Value:
         return self.e.intrinsic("smin", [a, b])
 
+    def through(self, lo: ir.Value, hi: ir.Value, size: ir.Value, count: ir.Value,
+                body: Callable[[ir.Value, ir.Value, ir.Value], None], name: str) -> None:
+        """``count`` items of ``size`` units laid end to end, and a range [lo, hi) of units:
+        ``body(item, start, end)`` for each item the range meets, with its share of the range
+        counted from the item's first unit (how threads' chunks run through the batches)."""
+        b = self.b
+
+        def per_item(i: ir.Value) -> None:
+            first = b.mul(i, size)
+            body(i, self.e.intrinsic("smax", [b.sub(lo, first), self.c64(0)]),
+                 self.imin(b.sub(hi, first), size))
+        last = b.sdiv(b.add(hi, b.sub(size, self.c64(1))), size)
+        self.loop(b.sdiv(lo, size), self.imin(last, count), 1, per_item, name)
+
     def sizes(self, k: MatmulKernel, arg: ir.Value) -> Callable[[Size], ir.Value]:
         vals = {s: self.e.load(I64, self.e.gep(I64, arg, self.c64(i)))
                 for i, s in enumerate(k.sizes)}
@@ -116,7 +130,7 @@ def emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> None:
         if dt.is_float:
             b.store(bigger(f.e, b.load(vmx), x), vmx)
 
-    def per_batch(bi: ir.Value) -> None:
+    def per_batch(bi: ir.Value, p_lo: ir.Value, p_hi: ir.Value) -> None:
         def per_panel(p: ir.Value) -> None:
             j0 = b.mul(p, f.c64(nr))
             width = f.imin(f.c64(nr), b.sub(n, j0))
@@ -150,12 +164,9 @@ def emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> None:
             if dt.is_float:
                 m = bigger(f.e, m, f.e.intrinsic("vector.reduce.fmax", [b.load(vmx)], ret=ty))
             b.store(m, f.e.gep(ty, dst, b.add(tail, b.add(b.mul(bi, npan), p))))
-        # panels [lo, hi) count through the batches one after another: this batch's share
-        first = b.mul(bi, npan)
-        f.loop(f.e.intrinsic("smax", [b.sub(lo, first), f.c64(0)]),
-               f.imin(b.sub(hi, first), npan), 1, per_panel, "p")
-    f.loop(b.sdiv(lo, npan), f.imin(b.sdiv(b.add(hi, b.sub(npan, f.c64(1))), npan), batch), 1,
-           per_batch, "bi")
+        f.loop(p_lo, p_hi, 1, per_panel, "p")
+    # panels [lo, hi) count through the batches one after another
+    f.through(lo, hi, npan, batch, per_batch, "bi")
     b.ret_void()
 
 
