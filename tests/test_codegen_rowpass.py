@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from codegen.support import fuse_everything, tcpr_cache  # noqa: F401
+from codegen.support import fuse_everything, scores, softmax, tcpr_cache  # noqa: F401
 from numerics import assert_close_to_reference
 
 import tcp_rules.codegen.lower as lowering
@@ -16,28 +16,10 @@ from tcp_rules import build as tb
 from tcp_rules.codegen import compile_func
 from tcp_rules.codegen.kernel import MatmulKernel
 from tcp_rules.codegen.tiling import MC
-from tcp_rules.ir import Func, Value
+from tcp_rules.ir import Func
 from tcp_rules.pipeline import load_module_file
 
 ROOT = Path(__file__).parent.parent
-
-
-def softmax(x: Value) -> Value:
-    shape, lead = list(x.type.dims), list(range(x.type.rank - 1))
-    last = [x.type.rank - 1]
-    e = tb.exp(tb.sub(x, tb.broadcast(tb.reduce_max(x, axes=last), shape=shape, dims=lead)))
-    return tb.div(e, tb.broadcast(tb.reduce_sum(e, axes=last), shape=shape, dims=lead))
-
-
-def scores(batch: list[int], m: int, k: int, n: int, scale: float = 0.125
-           ) -> tuple[tb.FuncBuilder, Value]:
-    f = tb.FuncBuilder("rows")
-    q = f.param("q", f"f32{[*batch, m, k]}")
-    kt = f.param("k", f"f32{[*batch, n, k]}")
-    perm = [*range(len(batch)), len(batch) + 1, len(batch)]
-    s = tb.matmul(q, tb.transpose(kt, perm=perm))
-    return f, tb.mul(s, tb.broadcast(tb.apply_op("splat", value=scale, shape=[], dtype="f32"),
-                                     shape=list(s.type.dims), dims=[]))
 
 
 def attention(batch: list[int], m: int, k: int, n: int) -> Func:

@@ -276,6 +276,14 @@ class MatmulKernel:
     post: Kernel | None = None
     post_bufs: tuple[int, ...] = ()
     post_batch: tuple[tuple[tuple[int, int], ...], ...] = ()
+    # A product of the row pass's rows (attention's P V, chain.py), run on each block of rows
+    # once the row pass has written them to the scratch: one batch's product (unbatched, our
+    # size parameters) with the rows as its A, our buffer ``then_b`` as its B and our output as
+    # its output. then_batch: for that B and the output, the (size, stride) sub-axes giving
+    # where a batch's part starts.
+    then: MatmulKernel | None = None
+    then_b: int = 1
+    then_batch: tuple[tuple[tuple[int, int], ...], ...] = ()
 
     @property
     def output(self) -> Buffer:
@@ -283,10 +291,14 @@ class MatmulKernel:
 
     @property
     def domain(self) -> tuple[Size, ...]:
-        """[batch,] m, n: the output's shape, or the product's where it is written strided."""
-        if self.c_at is None:
+        """[batch,] m, n: the output's shape, or the product's where it is written strided or
+        goes on into a second product (``then``)."""
+        if self.then is not None:
+            count = math.prod(size for size, _ in self.then_batch[-1])
+        elif self.c_at is None:
             return self.output.shape
-        count = math.prod(size for size, _ in self.c_at.batch)
+        else:
+            count = math.prod(size for size, _ in self.c_at.batch)
         return ((count,) if self.batched else ()) + (self.m, self.n)
 
 
@@ -412,4 +424,7 @@ def kernel_text(k: AnyKernel) -> str:
         if k.post is not None:
             post = kernel_text(k.post).rstrip("\n").replace("\n", "\n  ")
             lines.append(f"  then rows of {list(k.post_bufs)} at {list(k.post_batch)}: {post}")
+        if k.then is not None:
+            then = kernel_text(k.then).rstrip("\n").replace("\n", "\n  ")
+            lines.append(f"  then times b{k.then_b} at {list(k.then_batch)}: {then}")
     return "\n".join([head, *lines]) + "\n"

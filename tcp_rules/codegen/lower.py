@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tcp_rules.codegen.chain import fuse_row_products
 from tcp_rules.codegen.kernel import (
     MATMUL_DTYPES,
     Acc,
@@ -566,4 +567,5 @@ def lower_func(func: Func) -> Plan:
     plan = Lowerer(func).run()
     write_through_copies(plan)
     fuse_row_passes(plan)
+    fuse_row_products(plan)
     return plan

@@ -74,7 +74,7 @@ def emit_matmul(module: ir.Module, k: MatmulKernel, sym: str) -> None:
     _emit_compute(module, k, sym)
 
 
-def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
+def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
     dt = k.buffers[0].dtype
     mr, nr, vf = tile_shape(dt)
     nv = nr // vf
@@ -94,12 +94,29 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
     out_dt = product_dtype(k)
     out_ty = mem_type(out_dt)
     rows_at = post_fn = None
+
+    def lines(nbytes: ir.Value) -> ir.Value:
+        return b.mul(b.sdiv(b.add(nbytes, f.c64(LINE - 1)), f.c64(LINE)), f.c64(LINE))
+
     if k.post is not None:  # the product's rows follow A's block (worker_scratch)
         post_fn = emit_kernel(module, k.post, name + ".rows")
         post_fn.linkage = "internal"
         a_bytes = b.mul(kk, f.c64(MC * dt.itemsize)) if packs_a(k) else f.c64(1)
-        lines = b.mul(b.sdiv(b.add(a_bytes, f.c64(LINE - 1)), f.c64(LINE)), f.c64(LINE))
-        rows_at = e.gep(ir.IntType(8), apack, lines)
+        rows_at = e.gep(ir.IntType(8), apack, lines(a_bytes))
+    t = k.then
+    if t is not None:  # then the row pass's rows, t's scratch, t's B packed (worker_scratch)
+        assert rows_at is not None and isinstance(t.n, int)
+        t_fn = _emit_compute(module, t, name + ".then")
+        t_pack = emit_pack(module, t, name + ".then_pack")
+        t_fn.linkage = t_pack.linkage = "internal"
+        t_el = mem_type(t.buffers[0].dtype)
+        t_nr = tile_shape(t.buffers[0].dtype)[1]
+        t_npan = -(-t.n // t_nr)
+        p_at = e.gep(ir.IntType(8), rows_at, lines(b.mul(n, f.c64(MC * out_dt.itemsize))))
+        t_rows = b.mul(n, f.c64(MC * t.buffers[0].dtype.itemsize))
+        t_scratch = e.gep(ir.IntType(8), p_at, lines(t_rows))
+        t_a = b.mul(n, f.c64(MC * t.buffers[0].dtype.itemsize)) if packs_a(t) else f.c64(1)
+        t_packed = e.gep(ir.IntType(8), t_scratch, lines(t_a))
     lane_ids = ir.Constant(ir.VectorType(I64, vf), list(range(vf)))
     is_float = dt.is_float
     direct = not packs_a(k)
@@ -325,10 +342,20 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
         for i, subs in zip((*k.post_bufs, len(bufs) - 1), k.post_batch, strict=True):
             if i == POST_ROWS:
                 ptrs.append(e.gep(out_ty, rows_at, b.sub(f.c64(0), b.mul(ic, n))))
+            elif t is not None and i == len(bufs) - 1:  # the rows of P, for P V below
+                ptrs.append(e.gep(t_el, p_at, b.sub(f.c64(0), b.mul(ic, n))))
             else:
                 ty = mem_type(k.buffers[i].dtype)
                 ptrs.append(e.gep(ty, bufs[i], batch_offset(f, bi, Strided(subs, 0), bi)))
         b.call(post_fn, [*ptrs, sizes, ic, ic_end])
+        if t is not None:  # t's rows [ic, ic_end) of this batch, A the rows just written
+            b.call(t_fn, [ptrs[-1], then_ptr(bi, k.then_b, 0), then_ptr(bi, len(bufs) - 1, 1),
+                          t_packed, t_scratch, sizes, ic, ic_end])
+
+    def then_ptr(bi: ir.Value, i: int, at: int) -> ir.Value:
+        """Where batch ``bi``'s part of our buffer ``i`` starts, for the second product."""
+        ty = mem_type(k.buffers[i].dtype)
+        return e.gep(ty, bufs[i], batch_offset(f, bi, Strided(k.then_batch[at], 0), bi))
 
     tail = b.mul(b.mul(batch, npan), b.mul(kk, f.c64(nr)))  # the panels' max |b| (emit_pack)
 
@@ -359,6 +386,9 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
             f.loop(p_lo, p_hi, 1, per_panel, "jr")
             if post_fn is not None:
                 row_pass(bi, ic, ic_end)
+        if t is not None:  # this batch's B of the second product, packed once per worker
+            b.call(t_pack, [then_ptr(bi, k.then_b, 0), t_packed, sizes, f.c64(0),
+                            f.c64(t_npan)])
         f.loop(r0, r1, MC, per_block, "ic")
 
     def per_group(g: ir.Value, glo: ir.Value, ghi: ir.Value) -> None:
@@ -368,3 +398,4 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> None:
                   "bi")
     f.through(lo, hi, b.mul(batch, m), groups, per_group, "g")
     b.ret_void()
+    return f.fn

@@ -101,7 +101,7 @@ def batch_offset(f: Fn, bi: ir.Value, at: Strided | None, contiguous: ir.Value
     return off
 
 
-def emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> None:
+def emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
     dt = k.buffers[0].dtype
     _, nr, _ = tile_shape(dt)
     f = Fn(module, name, 3)
@@ -168,6 +168,7 @@ def emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> None:
     # panels [lo, hi) count through the batches one after another
     f.through(lo, hi, npan, batch, per_batch, "bi")
     b.ret_void()
+    return f.fn
 
 
 def _pack_transposed(f: Fn, k: MatmulKernel, ptrs: tuple[ir.Value, ...],

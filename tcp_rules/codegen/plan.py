@@ -150,6 +150,8 @@ def instantiate(plan: Plan, env: Mapping[str, int]) -> Instance:
             batch = dom[0] if st.kernel.batched else 1
             mm = (batch, _size(st.kernel.m, sizes), k, _size(st.kernel.n, sizes))
             work *= max(k, 1)
+            if st.kernel.then is not None:  # and the second product's multiply-adds
+                work += work // max(k, 1) * _size(st.kernel.then.n, sizes)
             extent = mm[1]
         else:
             work *= _reduce_work(st.kernel.value, sizes)
@@ -240,14 +242,25 @@ def _check_matmul(k: MatmulKernel, shapes: list[tuple[int, ...]], sizes: Mapping
             return shape == (*lead, *rows)
         count = int(np.prod([s for s, _ in at.batch], dtype=np.int64))
         return count == (lead[0] if lead else 1) and at.span(*rows) <= int(np.prod(shape))
-    if not fits(a, k.a_at, (m, kk)) or not fits(b, k.b_at, b_rows) or not fits(
-            out, k.c_at, (m, n)):
+    if not fits(a, k.a_at, (m, kk)) or not fits(b, k.b_at, b_rows) or (k.then is None and not fits(
+            out, k.c_at, (m, n))):
         raise fail(f"matmul shapes {list(a)} @ {list(b)} -> {list(out)} do not agree")
+    if k.then is not None:  # each batch's part of the second product's B and output inside
+        t = k.then
+        tn = _size(t.n, sizes)
+        for i, at, rows, subs in ((k.then_b, t.b_at, (tn, n) if t.b_t else (n, tn),
+                                   k.then_batch[0]),
+                                  (len(shapes) - 1, t.c_at, (m, tn), k.then_batch[1])):
+            span = at.span(*rows) if at is not None else rows[0] * rows[1]
+            if sum((s - 1) * st for s, st in subs) + span > int(np.prod(shapes[i])):
+                raise fail(f"the second product reaches beyond {k.buffers[i].name}'s end")
     if k.post is not None:  # each batch's part of its buffers inside ours, its loads inside
         slabs = [tuple(_size(s, sizes) for s in buf.shape) for buf in k.post.buffers]
         for i, slab, subs in zip((*k.post_bufs, len(shapes) - 1), slabs, k.post_batch,
                                  strict=True):
-            if i >= 0 and sum((s - 1) * t for s, t in subs) + int(np.prod(slab)) > int(
+            if i < 0 or (k.then is not None and i == len(shapes) - 1):
+                continue  # the product's rows, or P's (then) in the worker's scratch
+            if sum((s - 1) * t for s, t in subs) + int(np.prod(slab)) > int(
                     np.prod(shapes[i])):
                 raise fail(f"the row pass reads {k.buffers[i].name} beyond its end")
         check_step(k.post, slabs, sizes)

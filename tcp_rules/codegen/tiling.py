@@ -67,11 +67,22 @@ def worker_scratch(k: MatmulKernel, kk: int, n: int, target: jit.Target | None =
                    ) -> tuple[int, int]:
     """Bytes of one worker's scratch for ``k`` with these K and N, and where in it a row pass's
     block of product rows starts (MatmulKernel.post): first a packed block of A (a token size
-    where tiles read A in place), then MC rows of the product, each on a cache line."""
+    where tiles read A in place), then MC rows of the product, each on a cache line. With a
+    second product (MatmulKernel.then) then the row pass's MC rows, the second product's own
+    scratch and its B packed (one batch's; matmul.py lays these out the same way)."""
     a = _lines(max(1, MC * kk if packs_a(k, target) else 1) * k.buffers[0].dtype.itemsize)
     if k.post is None:
         return a, a
-    return a + _lines(MC * n * product_dtype(k).itemsize), a
+    rows = a + _lines(MC * n * product_dtype(k).itemsize)
+    if k.then is None:
+        return rows, a
+    t = k.then
+    assert isinstance(t.n, int)  # chain.py fuses only a second product of static N
+    _, nr, _ = tile_shape(t.buffers[0].dtype, target)
+    item = t.buffers[0].dtype.itemsize
+    npan = -(-t.n // nr)
+    return rows + _lines(MC * n * item) + worker_scratch(t, n, t.n, target)[0] + _lines(
+        (npan * n * nr + npan) * item), a
 
 
 def product_dtype(k: MatmulKernel) -> DType:

@@ -13,7 +13,7 @@ import pytest
 from tcp_rules import build as tb
 from tcp_rules.codegen import jit
 from tcp_rules.codegen.irbase import F32, I64, IR, PTR, VOID, Body
-from tcp_rules.ir import Func
+from tcp_rules.ir import Func, Value
 from tcp_rules.types import DType
 
 FLOAT_EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -2.5, 2.5, np.inf, -np.inf, np.nan,
@@ -92,7 +92,7 @@ def fuse_everything(func: Func) -> Func:
     """``func`` with every op inside kernel bodies: each parameter and dense constant is loaded
     once and each result is ``kernel(body)``; the lowering materializes only what it must."""
     from tcp_rules.build import make_apply
-    from tcp_rules.ir import Apply, Param, Value
+    from tcp_rules.ir import Apply, Param
     from tcp_rules.ops import OPS
 
     new: dict[int, Value] = {}
@@ -168,3 +168,23 @@ def overflow_patterns(dt: DType) -> list[tuple[list[float], list[float]] | None]
     big = float(np.finfo(dt.np_dtype).max) * 0.9
     root = float(np.sqrt(np.finfo(dt.np_dtype).max)) * 1.1  # root**2 overflows, barely
     return [([np.inf, 2.0], [1.0, -big]), ([-big, root], [1.0, root]), None]
+
+
+def softmax(x: Value) -> Value:
+    """A softmax over ``x``'s last axis, written out as ONNX exports it."""
+    shape, lead = list(x.type.dims), list(range(x.type.rank - 1))
+    last = [x.type.rank - 1]
+    e = tb.exp(tb.sub(x, tb.broadcast(tb.reduce_max(x, axes=last), shape=shape, dims=lead)))
+    return tb.div(e, tb.broadcast(tb.reduce_sum(e, axes=last), shape=shape, dims=lead))
+
+
+def scores(batch: list[int], m: int, k: int, n: int, scale: float = 0.125
+           ) -> tuple[tb.FuncBuilder, Value]:
+    """A func builder with params q and k, and Q K^T times ``scale`` over ``batch`` heads."""
+    f = tb.FuncBuilder("rows")
+    q = f.param("q", f"f32{[*batch, m, k]}")
+    kt = f.param("k", f"f32{[*batch, n, k]}")
+    perm = [*range(len(batch)), len(batch) + 1, len(batch)]
+    s = tb.matmul(q, tb.transpose(kt, perm=perm))
+    return f, tb.mul(s, tb.broadcast(tb.apply_op("splat", value=scale, shape=[], dtype="f32"),
+                                     shape=list(s.type.dims), dims=[]))

@@ -1,0 +1,104 @@
+"""A product of a row pass's rows run inside the matmul that runs the row pass (attention).
+
+Attention is softmax(Q K^T) V. rowpass.py already runs the softmax on each block of Q K^T's
+rows while they sit in the worker's scratch; the probabilities P then went out to memory and
+a second kernel multiplied them by V. Here that second matmul, where it is P's only reader and
+reads P as its A, runs inside the first kernel instead (``MatmulKernel.then``): the row pass
+writes each block's rows of P to the worker's scratch, and the second product multiplies
+those rows by their batch's V (packed into the scratch once per batch a worker meets) and
+writes its output rows. Q K^T, scale, mask, softmax and P V are then one loop nest over blocks
+of query rows, as in flash-attention, except that a block sees all the keys at once (the
+softmax's rows are whole, so no running rescaling is needed).
+
+The second product may read V through a strided layout (heads split out of a projection) and
+write through one (heads merged back, strides.py); its epilogue loads nothing; its N is static
+(the scratch is sized by it); its rows and batches are the first's. Steps between the two (V's
+projection) keep their place: the fused step runs where the second product did.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import replace
+
+from tcp_rules.codegen.kernel import Buffer, MatmulKernel, Size, Strided
+from tcp_rules.codegen.plan import Plan, Step
+
+
+def fuse_row_products(plan: Plan) -> None:
+    """Fuse each qualifying second product into the matmul and row pass before it."""
+    i = 0
+    while i < len(plan.steps):
+        m = plan.steps[i]
+        prod = plan.root(m.buffers[-1])
+        j = next((j for j in range(i + 1, len(plan.steps)) if any(
+            plan.root(b) == prod for b in plan.steps[j].buffers)), None)
+        fused = None if j is None else _fuse(plan, m, plan.steps[j], plan.steps[i + 1:j])
+        if fused is None:
+            i += 1
+            continue
+        assert j is not None
+        plan.steps[j] = fused
+        del plan.steps[i]
+
+
+def _fuse(plan: Plan, m: Step, r: Step, between: list[Step]) -> Step | None:
+    mk, rk = m.kernel, r.kernel
+    if (not isinstance(mk, MatmulKernel) or mk.post is None or mk.then is not None
+            or not isinstance(rk, MatmulKernel) or rk.post is not None or rk.then is not None
+            or rk.a_at is not None or len(rk.buffers) != 3 or not isinstance(rk.n, int)
+            or rk.batched != mk.batched or rk.buffers[0].dtype is not mk.output.dtype):
+        return None
+    prod = plan.root(m.buffers[-1])
+    if (plan.buffers[prod].kind != "temp" or prod in map(plan.root, plan.results)
+            or plan.root(r.buffers[0]) != prod or plan.root(r.buffers[1]) == prod
+            or not plan.only_readers(prod, m, r)):
+        return None
+    # the steps between keep their place, so none of them may write what the first one reads
+    reads = {plan.root(b) for b in m.buffers[:-1]}
+    if any(plan.root(s.buffers[-1]) in reads for s in between):
+        return None
+    if any(d not in m.sizes for d in r.sizes):
+        return None
+    names = dict(zip(rk.sizes, (mk.sizes[m.sizes.index(d)] for d in r.sizes), strict=True))
+
+    def ren(s: Size) -> Size:
+        return names.get(s, s) if isinstance(s, str) else s
+    # P is the row pass's output, [batch,] rows, columns as it lies; the second product reads
+    # it as its A, so their rows, columns and batches must be the same
+    tm, tk, tn = ren(rk.m), ren(rk.k), rk.n
+    if tm != mk.m or tk != mk.n or (mk.batched and ren(rk.domain[0]) != mk.domain[0]):
+        return None
+    batch = mk.domain[0] if mk.batched else 1
+    if mk.batched and not all(isinstance(s, int) for s in (batch, tm, tk)):
+        return None  # a batch's part of V and of the output must start at a static stride
+
+    def per_batch(at: Strided | None, rows: int) -> tuple[tuple[int, int], ...]:
+        if at is not None:
+            return at.batch
+        return ((int(batch), rows),) if mk.batched else ()
+    b_shape = (tn, tk) if rk.b_t else (tk, tn)
+    v_batch = per_batch(rk.b_at, math.prod(int(s) for s in b_shape) if mk.batched else 0)
+    out_batch = per_batch(rk.c_at, int(tm) * tn if mk.batched else 0)
+    v_buf, out_buf = rk.buffers[1], rk.output
+    then = MatmulKernel(
+        rk.name + "_rows", (
+            Buffer("a", rk.buffers[0].dtype, (tm, tk)),
+            Buffer("b", v_buf.dtype, b_shape if rk.b_at is None else _renamed(v_buf, ren)),
+            Buffer("out", out_buf.dtype, (tm, tn) if rk.c_at is None else _renamed(out_buf, ren))),
+        mk.sizes, False, tm, tk, tn, rk.epilogue, rk.b_t, None,
+        None if rk.b_at is None else Strided((), rk.b_at.rows),
+        None if rk.c_at is None else Strided((), rk.c_at.rows))
+    bufs, kbufs = list(m.buffers[:-1]), list(mk.buffers[:-1])
+    if r.buffers[1] not in bufs:
+        bufs.append(r.buffers[1])
+        kbufs.append(Buffer(f"in{len(kbufs)}", v_buf.dtype, _renamed(v_buf, ren)))
+    kernel = replace(mk, name=rk.name, buffers=(*kbufs, Buffer(
+        "out", out_buf.dtype, _renamed(out_buf, ren))), then=then,
+        then_b=bufs.index(r.buffers[1]), then_batch=(v_batch, out_batch))
+    return Step(kernel, (*bufs, r.buffers[-1]), m.sizes, value=r.value)
+
+
+def _renamed(buf: Buffer, ren: Callable[[Size], Size]) -> tuple[Size, ...]:
+    return tuple(ren(s) for s in buf.shape)

@@ -1,0 +1,170 @@
+"""Attention's P V run inside the kernel that computes Q K^T and its softmax
+(codegen/chain.py): one loop nest over blocks of query rows."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from codegen.support import assert_same, fuse_everything, scores, softmax, tcpr_cache  # noqa: F401
+from numerics import assert_close_to_reference
+
+import tcp_rules.codegen.lower as lowering
+from tcp_rules import build as tb
+from tcp_rules.codegen import compile_func
+from tcp_rules.codegen.kernel import MatmulKernel
+from tcp_rules.codegen.runtime import CompiledFunc
+from tcp_rules.codegen.tiling import MC, tile_shape
+from tcp_rules.ir import Func
+from tcp_rules.optimize import OptOptions, optimize
+from tcp_rules.pipeline import load_module_file
+from tcp_rules.rules.library import load_standard_library
+from tcp_rules.types import DType
+
+ROOT = Path(__file__).parent.parent
+
+
+def attention(batch: list[int], m: int, k: int, n: int, dv: int) -> Func:
+    """softmax(Q K^T / 8) V over ``batch`` heads."""
+    f, s = scores(batch, m, k, n)
+    v = f.param("v", f"f32{[*batch, n, dv]}")
+    f.ret(tb.matmul(softmax(s), v))
+    return fuse_everything(f.finish())
+
+
+def masked(m: int, n: int, dv: int) -> Func:
+    """A causal mask shared by 6 heads, then P V."""
+    f, s = scores([6], m, 16, n)
+    causal, v = f.param("causal", f"f32[{m}, {n}]"), f.param("v", f"f32[6, {n}, {dv}]")
+    x = tb.add(s, tb.broadcast(causal, shape=[6, m, n], dims=[1, 2]))
+    f.ret(tb.matmul(softmax(x), v))
+    return fuse_everything(f.finish())
+
+
+def multi_head(seq: int, heads: int, width: int) -> Func:
+    """Heads split out of [seq, heads * width] projections and merged back: V is read and
+    the output written through strided layouts."""
+    f = tb.FuncBuilder("mha")
+    d = heads * width
+    x = f.param("x", f"f32[{seq}, {d}]")
+    split = []
+    for name in ("wq", "wk", "wv"):
+        h = tb.reshape(tb.matmul(x, f.param(name, f"f32[{d}, {d}]")), shape=[seq, heads, width])
+        split.append(tb.transpose(h, perm=[1, 0, 2]))
+    q, k, v = split
+    s = tb.matmul(q, tb.transpose(k, perm=[0, 2, 1]))
+    s = tb.mul(s, tb.broadcast(tb.apply_op("splat", value=0.25, shape=[], dtype="f32"),
+                               shape=list(s.type.dims), dims=[]))
+    o = tb.matmul(softmax(s), v)
+    f.ret(tb.reshape(tb.transpose(o, perm=[1, 0, 2]), shape=[seq, d]))
+    return fuse_everything(f.finish())
+
+
+_, NR, _ = tile_shape(DType.F32)
+
+CASES: dict[str, Callable[[], Func]] = {
+    "2-d, several blocks": lambda: attention([], 2 * MC + 17, 24, 70, 64),
+    "batched, a partial panel": lambda: attention([5], 40, 8, 33, NR + 7),
+    "a causal mask over heads": lambda: masked(MC + 9, 40, 16),
+    "heads split and merged": lambda: multi_head(50, 4, 16),
+    "V wide enough to pack P": lambda: attention([3], MC + 1, 16, 20, 5 * NR + 3),
+}
+
+
+def _inputs(func: Func, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [(rng.standard_normal(tuple(int(d.const or 0) for d in p.type.dims)) * 2)
+            .astype(np.float32) for p in func.params]
+
+
+def _chained(cf: CompiledFunc) -> list[MatmulKernel]:
+    return [s.kernel for s in cf.steps if isinstance(s.kernel, MatmulKernel)
+            and s.kernel.then is not None]
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+def test_p_v_runs_inside_the_softmax_kernel(case: str, threads: int,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """One kernel fewer than with P V apart, the same bits as that (the same microkernel on
+    the same rows of P, from the scratch instead of memory), at any thread count, and within
+    the reference's rounding bound."""
+    func = CASES[case]()
+    cf = compile_func(func, threads=threads)
+    assert len(_chained(cf)) == 1
+    xs = _inputs(func, len(case))
+    got = cf(*xs)
+    with monkeypatch.context() as mp:
+        mp.setattr(lowering, "fuse_row_products", lambda plan: None)
+        apart = compile_func(CASES[case](), threads=threads)
+        assert len(apart.steps) == len(cf.steps) + 1 and not _chained(apart)
+        want = apart(*xs)
+    for g, w in zip(got, want, strict=True):
+        assert_same(g, w, case)
+    assert_close_to_reference(list(got), func, xs, case)
+
+
+def test_strided_heads_are_read_and_written_in_place() -> None:
+    """The multi-head case reads V's heads out of its projection and writes its heads into
+    the merged [seq, heads * width] layout, through strided layouts (no transposes of V or of
+    the output as kernels of their own)."""
+    (k,) = _chained(compile_func(CASES["heads split and merged"]()))
+    assert k.then is not None and k.then.b_at is not None and k.then.c_at is not None
+    assert k.then_batch == (((4, 16),),) * 2  # each head 16 columns on from the one before
+
+
+def test_specials_in_v_as_the_reference() -> None:
+    """inf, NaN and values whose sums overflow in V: the second product's overflow guard
+    works inside the fused kernel as in a matmul of its own."""
+    func = CASES["batched, a partial panel"]()
+    xs = _inputs(func, 1)
+    v = xs[2]
+    v[0, 3, 5], v[1, :, 2], v[2, 7, 0], v[3, :, 9] = np.inf, 3e38, np.nan, -3e38
+    cf = compile_func(func, threads=2)
+    assert _chained(cf)
+    assert_close_to_reference(list(cf(*xs)), func, xs, "specials")
+
+
+@functools.cache
+def _example() -> Func:
+    """The attention example as ``tcpr opt`` makes it (its softmax is then one row kernel)."""
+    func = load_module_file(ROOT / "examples" / "attention.tcp").funcs[0]
+    return optimize(func, list(load_standard_library().rules), OptOptions(isolate=False)).func
+
+
+@pytest.mark.parametrize("rows", [1, 50, 2 * MC + 5])
+def test_the_attention_example(rows: int) -> None:
+    """The optimized example's S x S scores (symbolic sizes, no batch): Q K^T, softmax and
+    P V are one kernel; with the three projections and the output one, five."""
+    func = _example()
+    cf = compile_func(func)
+    assert len(_chained(cf)) == 1 and len(cf.steps) == 5
+    rng = np.random.default_rng(rows)
+    xs = [rng.standard_normal(tuple(rows if d.const is None else int(d.const)
+                                    for d in p.type.dims)).astype(np.float32) * 0.3
+          for p in func.params]
+    assert_close_to_reference(list(cf(*xs)), func, xs, f"S={rows}")
+
+
+def test_what_is_not_chained() -> None:
+    """P also returned, P as the second product's B, an epilogue reading a bias, and a
+    second product of symbolic width: P V stays a kernel of its own."""
+    f, s = scores([2], 9, 8, 12)
+    p = softmax(s)
+    f.ret(tb.matmul(p, f.param("v", "f32[2, 12, 5]")))
+    f.ret(p)
+    b_side, s2 = scores([2], 9, 8, 12)
+    b_side.ret(tb.matmul(b_side.param("w", "f32[2, 4, 9]"), softmax(s2)))
+    bias, s3 = scores([2], 9, 8, 12)
+    pv = tb.matmul(softmax(s3), bias.param("v", "f32[2, 12, 5]"))
+    bias.ret(tb.add(pv, tb.broadcast(bias.param("b", "f32[5]"), shape=[2, 9, 5], dims=[2])))
+    sym = tb.FuncBuilder("sym")
+    q, kt = sym.param("q", "f32[9, 8]"), sym.param("k", "f32[8, 12]")
+    sym.ret(tb.matmul(softmax(tb.matmul(q, kt)), sym.param("v", "f32[12, D]")))
+    for func in (f.finish(), b_side.finish(), bias.finish(), sym.finish()):
+        cf = compile_func(fuse_everything(func))
+        assert [s for s in cf.steps if getattr(s.kernel, "post", None) is not None]
+        assert not _chained(cf), func.name
