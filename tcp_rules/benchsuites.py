@@ -66,7 +66,7 @@ DEPTHS = (2, 4, 6, 12)  # layers of the zoo encoder in the optimizer suite
 def depth(layers: int, rules: list[Any]) -> dict[str, Any]:
     """The zoo encoder with ``layers`` layers (benchmodels.encoder) optimized under the default
     limits, as ``tcpr opt`` does: time, stop reason, node limit and peak, and the plan steps
-    (kernels) before and after, 8 a layer at best."""
+    (kernels) before and after, 7 a layer at best."""
     from tcp_rules.benchmodels import encoder, import_graph, kernel_count
 
     func = import_graph(encoder(layers)).module.funcs[0]
@@ -161,7 +161,7 @@ def optimizer_suite(as_json: bool = False) -> str:
             f"{'-' if r['snapshot_seconds'] is None else r['snapshot_seconds']:>11}"
             f"{r['tree_seconds']:>8.2f}{r['dag_seconds']:>8.2f}{r['tree_cost']:>12.0f}"
             f"{r['dag_cost']:>12.0f}" for r in scale]
-    out.append("\nthe zoo encoder by depth, default limits (8 kernels a layer at best)")
+    out.append("\nthe zoo encoder by depth, default limits (7 kernels a layer at best)")
     if depths is None:
         out.append("  skipped: needs onnx (pip install 'tcp-rules[onnx]')")
     else:

@@ -29,7 +29,9 @@ instead (never on finite data that cannot overflow: measured at the noise level 
 An operand may be read through a strided layout (``MatmulKernel.a_at``/``b_at``, strides.py:
 heads split out of a projection), and a row kernel may run on each finished block of rows
 (``MatmulKernel.post``, rowpass.py): the block's product then goes to the worker's scratch,
-after its block of A, and the row kernel writes the output.
+after its block of A, and the row kernel writes the output; or writes the scratch again, for a
+second product to multiply those rows (``MatmulKernel.then``, chain.py: attention's P V, this
+module's functions for one batch, called per block, its B packed into the scratch per batch).
 
 Symbols: ``<sym>_pack(b, packed, sizes, lo, hi)`` packs panels [lo, hi) (packing.py);
 ``<sym>(a, b, ..., out, packed, a_scratch, sizes, lo, hi)`` computes rows [lo, hi). Both count
