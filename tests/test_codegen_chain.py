@@ -35,6 +35,15 @@ def attention(batch: list[int], m: int, k: int, n: int, dv: int) -> Func:
     return fuse_everything(f.finish())
 
 
+def attention_f64(heads: int, m: int, n: int, dv: int) -> Func:
+    """softmax(Q K^T) V in f64 (tiles of half as many lanes), sizes off every tile."""
+    f = tb.FuncBuilder("f64")
+    q, kt = f.param("q", f"f64[{heads}, {m}, 8]"), f.param("k", f"f64[{heads}, {n}, 8]")
+    s = tb.matmul(q, tb.transpose(kt, perm=[0, 2, 1]))
+    f.ret(tb.matmul(softmax(s), f.param("v", f"f64[{heads}, {n}, {dv}]")))
+    return fuse_everything(f.finish())
+
+
 def masked(m: int, n: int, dv: int) -> Func:
     """A causal mask shared by 6 heads, then P V."""
     f, s = scores([6], m, 16, n)
@@ -71,13 +80,14 @@ CASES: dict[str, Callable[[], Func]] = {
     "a causal mask over heads": lambda: masked(MC + 9, 40, 16),
     "heads split and merged": lambda: multi_head(50, 4, 16),
     "V wide enough to pack P": lambda: attention([3], MC + 1, 16, 20, 5 * NR + 3),
+    "f64": lambda: attention_f64(3, 37, 29, 11),
 }
 
 
 def _inputs(func: Func, seed: int) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     return [(rng.standard_normal(tuple(int(d.const or 0) for d in p.type.dims)) * 2)
-            .astype(np.float32) for p in func.params]
+            .astype(p.type.dtype.np_dtype) for p in func.params]
 
 
 def _chained(cf: CompiledFunc) -> list[MatmulKernel]:
