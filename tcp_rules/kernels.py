@@ -46,15 +46,21 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 3)
 
 
+def _values(step: Step) -> list[Value]:
+    """The program values a step computes: those of the steps fused into it, then its own."""
+    return [*step.merged, *((step.value,) if step.value is not None else ())]
+
+
 def _ops(step: Step, own: set[Value]) -> list[str]:
-    """The ops a step computes: its value and every operand not written by another step."""
-    if step.value is None:
+    """The ops a step computes: its values and every operand not written by another step."""
+    mine = _values(step)
+    if not mine:
         return ["copy"]
     out: list[str] = []
     seen: set[Value] = set()
 
     def walk(v: Value) -> None:
-        if v in seen or not isinstance(v, Apply) or (v in own and v is not step.value):
+        if v in seen or not isinstance(v, Apply) or (v in own and v not in mine):
             return
         seen.add(v)
         if v.op.name == "load_matmul" or v.op.name == "matmul":
@@ -64,7 +70,8 @@ def _ops(step: Step, own: set[Value]) -> list[str]:
             walk(o)
         if v.op.name not in IDENTITY_OPS and v.op.category != "constant":
             out.append(v.op.name)
-    walk(step.value)
+    for v in mine:
+        walk(v)
     return out
 
 
@@ -81,11 +88,12 @@ def kernel_infos(func: Func, model: CostModel, inputs: Sequence[np.ndarray] | No
     """The kernels of ``func``; with ``inputs``, each timed (compiling them first)."""
     plan = lower_func(func)
     costs = kernel_costs(func, model)
-    own = {st.value for st in plan.steps if st.value is not None}
+    own = {v for st in plan.steps for v in _values(st)}
     infos = []
     for st in plan.steps:
-        est = costs.get(st.value) if st.value is not None and st.value.sort is not Sort.BODY \
-            else None
+        # the cost model's estimates of the values it computes (the fused steps' summed)
+        ests = [costs[v] for v in _values(st) if v.sort is not Sort.BODY and v in costs]
+        est = sum(ests) if ests else None
         out = plan.buffers[st.buffers[-1]]
         infos.append(KernelInfo(
             st.kernel.name, _ops(st, own), [_buffer_name(plan, i) for i in st.buffers[:-1]],

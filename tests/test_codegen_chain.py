@@ -18,7 +18,9 @@ from tcp_rules.codegen import compile_func
 from tcp_rules.codegen.kernel import MatmulKernel
 from tcp_rules.codegen.runtime import CompiledFunc
 from tcp_rules.codegen.tiling import MC, tile_shape
+from tcp_rules.extract.cost import RooflineCost
 from tcp_rules.ir import Func
+from tcp_rules.kernels import kernel_infos
 from tcp_rules.optimize import OptOptions, optimize
 from tcp_rules.pipeline import load_module_file
 from tcp_rules.rules.library import load_standard_library
@@ -178,3 +180,21 @@ def test_what_is_not_chained() -> None:
         cf = compile_func(fuse_everything(func))
         assert [s for s in cf.steps if getattr(s.kernel, "post", None) is not None]
         assert not _chained(cf), func.name
+
+
+def test_the_kernel_listing_shows_what_the_fused_kernel_computes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--emit kernels`` lists the fused kernel's ops, the softmax's and P V's, and the cost
+    model's estimate of both: the sum of the two kernels' estimates when apart."""
+    func = _example()
+    fused = [i for i in kernel_infos(func, RooflineCost()) if "exp" in i.ops]
+    with monkeypatch.context() as mp:
+        mp.setattr(lowering, "fuse_row_products", lambda plan: None)
+        apart = kernel_infos(func, RooflineCost())
+    (att,) = fused
+    assert att.ops[0] == "load_matmul" and att.ops[-1] == "matmul" and "reduce_sum" in att.ops
+    assert "then times" in att.text
+    softmax_k = next(i for i in apart if "exp" in i.ops)
+    pv = next(i for i in apart if i.ops == ["matmul"] and " k=s0 n=64" in i.text)  # P V
+    assert softmax_k.estimated_us is not None and pv.estimated_us is not None
+    assert att.estimated_us == pytest.approx(softmax_k.estimated_us + pv.estimated_us)

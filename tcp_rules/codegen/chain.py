@@ -97,7 +97,7 @@ def _fuse(plan: Plan, m: Step, r: Step, between: list[Step]) -> Step | None:
     kernel = replace(mk, name=rk.name, buffers=(*kbufs, Buffer(
         "out", out_buf.dtype, _renamed(out_buf, ren))), then=then,
         then_b=bufs.index(r.buffers[1]), then_batch=(v_batch, out_batch))
-    return Step(kernel, (*bufs, r.buffers[-1]), m.sizes, value=r.value)
+    return m.fused(r, kernel, (*bufs, r.buffers[-1]))
 
 
 def _renamed(buf: Buffer, ren: Callable[[Size], Size]) -> tuple[Size, ...]:

@@ -54,6 +54,14 @@ class Step:
     sizes: tuple[Dim, ...]
     symbol: str = ""
     value: Value | None = None  # the program value this kernel writes (None: a result copy)
+    merged: tuple[Value, ...] = ()  # values of the steps fused into this one, in their order
+
+    def fused(self, then: Step, kernel: AnyKernel, buffers: tuple[int, ...]) -> Step:
+        """This step and ``then`` as the one step running ``kernel`` on ``buffers``: it writes
+        what ``then`` wrote, and computes what both did (kernel listings, cost estimates)."""
+        mine = (*self.merged, *((self.value,) if self.value is not None else ()))
+        return Step(kernel, buffers, self.sizes, value=then.value,
+                    merged=(*mine, *then.merged))
 
 
 @dataclass

@@ -93,7 +93,7 @@ def _fuse(plan: Plan, m: Step, r: Step) -> Step | None:
     kernel = replace(mk, name=rk.name, buffers=(
         *kbufs, Buffer("out", rk.output.dtype, tuple(shape))), post=post,
         post_bufs=tuple(post_bufs), post_batch=batches)
-    return Step(kernel, (*bufs, view), m.sizes, value=r.value)
+    return m.fused(r, kernel, (*bufs, view))
 
 
 def _batch_axes(dom: list[Size], shape: list[Size]) -> int | None:

@@ -182,7 +182,7 @@ def _write_through(plan: Plan, m: Step, r: Step) -> Step | None:
         return None
     kernel = replace(mk, name=rk.name, buffers=(*mk.buffers[:-1], replace(
         rk.output, name="out")), c_at=at)
-    return Step(kernel, (*m.buffers[:-1], r.buffers[-1]), m.sizes, value=r.value)
+    return m.fused(r, kernel, (*m.buffers[:-1], r.buffers[-1]))
 
 
 def _layout(where: np.ndarray, batched: bool) -> Strided | None:
