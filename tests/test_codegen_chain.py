@@ -9,7 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from codegen.support import assert_same, fuse_everything, scores, softmax, tcpr_cache  # noqa: F401
+from codegen.support import (  # noqa: F401
+    assert_same,
+    fuse_everything,
+    scores,
+    sized_inputs,
+    softmax,
+    tcpr_cache,
+)
 from numerics import assert_close_to_reference
 
 import tcp_rules.codegen.lower as lowering
@@ -154,10 +161,7 @@ def test_the_attention_example(rows: int) -> None:
     func = _example()
     cf = compile_func(func)
     assert len(_chained(cf)) == 1 and len(cf.steps) == 5
-    rng = np.random.default_rng(rows)
-    xs = [rng.standard_normal(tuple(rows if d.const is None else int(d.const)
-                                    for d in p.type.dims)).astype(np.float32) * 0.3
-          for p in func.params]
+    xs = sized_inputs(func, rows)
     assert_close_to_reference(list(cf(*xs)), func, xs, f"S={rows}")
 
 

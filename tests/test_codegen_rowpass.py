@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from codegen.support import fuse_everything, scores, softmax, tcpr_cache  # noqa: F401
+from codegen.support import fuse_everything, scores, sized_inputs, softmax, tcpr_cache  # noqa: F401
 from numerics import assert_close_to_reference
 
 import tcp_rules.codegen.lower as lowering
@@ -127,10 +127,7 @@ def test_symbolic_rows_and_columns(rows: int) -> None:
     cf = compile_func(func)
     fused = [s.kernel for s in cf.steps if isinstance(s.kernel, MatmulKernel) and s.kernel.post]
     assert len(fused) == 1 and fused[0].sizes
-    rng = np.random.default_rng(rows)
-    xs = [rng.standard_normal(tuple(rows if d.const is None else int(d.const)
-                                    for d in p.type.dims)).astype(np.float32) * 0.3
-          for p in func.params]
+    xs = sized_inputs(func, rows)
     assert_close_to_reference(list(cf(*xs)), func, xs, f"S={rows}")
 
 

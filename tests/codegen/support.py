@@ -188,3 +188,11 @@ def scores(batch: list[int], m: int, k: int, n: int, scale: float = 0.125
     s = tb.matmul(q, tb.transpose(kt, perm=perm))
     return f, tb.mul(s, tb.broadcast(tb.apply_op("splat", value=scale, shape=[], dtype="f32"),
                                      shape=list(s.type.dims), dims=[]))
+
+
+def sized_inputs(func: Func, size: int, seed: int | None = None) -> list[np.ndarray]:
+    """f32 N(0, 0.09) inputs for ``func``, its symbolic dims all ``size`` (seeded by it)."""
+    rng = np.random.default_rng(size if seed is None else seed)
+    return [rng.standard_normal(tuple(size if d.const is None else int(d.const)
+                                      for d in p.type.dims)).astype(np.float32) * 0.3
+            for p in func.params]
