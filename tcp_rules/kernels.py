@@ -46,14 +46,9 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 3)
 
 
-def _values(step: Step) -> list[Value]:
-    """The program values a step computes: those of the steps fused into it, then its own."""
-    return [*step.merged, *((step.value,) if step.value is not None else ())]
-
-
 def _ops(step: Step, own: set[Value]) -> list[str]:
     """The ops a step computes: its values and every operand not written by another step."""
-    mine = _values(step)
+    mine = step.values
     if not mine:
         return ["copy"]
     out: list[str] = []
@@ -88,11 +83,11 @@ def kernel_infos(func: Func, model: CostModel, inputs: Sequence[np.ndarray] | No
     """The kernels of ``func``; with ``inputs``, each timed (compiling them first)."""
     plan = lower_func(func)
     costs = kernel_costs(func, model)
-    own = {v for st in plan.steps for v in _values(st)}
+    own = {v for st in plan.steps for v in st.values}
     infos = []
     for st in plan.steps:
         # the cost model's estimates of the values it computes (the fused steps' summed)
-        ests = [costs[v] for v in _values(st) if v.sort is not Sort.BODY and v in costs]
+        ests = [costs[v] for v in st.values if v.sort is not Sort.BODY and v in costs]
         est = sum(ests) if ests else None
         out = plan.buffers[st.buffers[-1]]
         infos.append(KernelInfo(

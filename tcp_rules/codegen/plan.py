@@ -56,12 +56,16 @@ class Step:
     value: Value | None = None  # the program value this kernel writes (None: a result copy)
     merged: tuple[Value, ...] = ()  # values of the steps fused into this one, in their order
 
+    @property
+    def values(self) -> tuple[Value, ...]:
+        """The program values the step computes: the fused steps', then its own."""
+        return (*self.merged, *((self.value,) if self.value is not None else ()))
+
     def fused(self, then: Step, kernel: AnyKernel, buffers: tuple[int, ...]) -> Step:
         """This step and ``then`` as the one step running ``kernel`` on ``buffers``: it writes
         what ``then`` wrote, and computes what both did (kernel listings, cost estimates)."""
-        mine = (*self.merged, *((self.value,) if self.value is not None else ()))
         return Step(kernel, buffers, self.sizes, value=then.value,
-                    merged=(*mine, *then.merged))
+                    merged=(*self.values, *then.merged))
 
 
 @dataclass
