@@ -31,10 +31,12 @@ def fuse_row_products(plan: Plan) -> None:
     i = 0
     while i < len(plan.steps):
         m = plan.steps[i]
-        prod = plan.root(m.buffers[-1])
-        j = next((j for j in range(i + 1, len(plan.steps)) if any(
-            plan.root(b) == prod for b in plan.steps[j].buffers)), None)
-        fused = None if j is None else _fuse(plan, m, plan.steps[j], plan.steps[i + 1:j])
+        fused = j = None
+        if isinstance(m.kernel, MatmulKernel) and m.kernel.post is not None:  # P's reader
+            prod = plan.root(m.buffers[-1])
+            j = next((j for j in range(i + 1, len(plan.steps)) if any(
+                plan.root(b) == prod for b in plan.steps[j].buffers)), None)
+            fused = None if j is None else _fuse(plan, m, plan.steps[j], plan.steps[i + 1:j])
         if fused is None:
             i += 1
             continue

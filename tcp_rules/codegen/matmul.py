@@ -115,10 +115,9 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
         t_nr = tile_shape(t.buffers[0].dtype)[1]
         t_npan = -(-t.n // t_nr)
         p_at = e.gep(ir.IntType(8), rows_at, lines(b.mul(n, f.c64(MC * out_dt.itemsize))))
-        t_rows = b.mul(n, f.c64(MC * t.buffers[0].dtype.itemsize))
+        t_rows = b.mul(n, f.c64(MC * t.buffers[0].dtype.itemsize))  # P's, and t's packed A
         t_scratch = e.gep(ir.IntType(8), p_at, lines(t_rows))
-        t_a = b.mul(n, f.c64(MC * t.buffers[0].dtype.itemsize)) if packs_a(t) else f.c64(1)
-        t_packed = e.gep(ir.IntType(8), t_scratch, lines(t_a))
+        t_packed = e.gep(ir.IntType(8), t_scratch, lines(t_rows if packs_a(t) else f.c64(1)))
     lane_ids = ir.Constant(ir.VectorType(I64, vf), list(range(vf)))
     is_float = dt.is_float
     direct = not packs_a(k)
