@@ -16,6 +16,7 @@ Benchmarks, not tests: numbers are reported, never asserted; a mismatch is print
     {"schema": 1, "suite": "peers", "repeats": int, "quick": bool, "cpu": str, "cpus": int,
      "versions": {engine: str | null},            # null: not installed, not measured
      "tolerance": str,                            # how results are checked
+     "programs": {"dir": str, "saved_by": str} | null,  # optimized elsewhere (--programs)
      "workloads": [{"workload": str, "title": str, "shape": str, "ops": int | null,
                     "optimizer": {"seconds": float, "stop_reason": str, "error": str | null},
                     "skipped": str | null}],      # why it was not measured (import failed)
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -61,6 +63,7 @@ from tcp_rules import __version__
 from tcp_rules.diagnostics import Source, TcpError
 from tcp_rules.ir import Func
 from tcp_rules.peerengines import NUMPY, PEERS, Runner, installed, runner
+from tcp_rules.peerprograms import ProgramStore, save_programs
 from tcp_rules.peerworkloads import NAMES, Workload, workloads
 
 if TYPE_CHECKING:
@@ -92,11 +95,11 @@ def _first_line(e: BaseException) -> str:
     return (text[0] if text else type(e).__name__).removeprefix("error: ")
 
 
-def prepare(w: Workload, rules: Sequence[Any]) -> Prepared:
-    """Import ``w``'s graph, optimize it with ``rules`` and compute its reference; a graph the
-    importer cannot read is marked skipped."""
+def prepare(w: Workload, rules: Sequence[Any], store: ProgramStore | None = None) -> Prepared:
+    """Import ``w``'s graph, optimize it with ``rules`` (or take its program from ``store``,
+    optimized elsewhere) and compute its reference; a graph the importer cannot read is marked
+    skipped."""
     from tcp_rules.frontends.onnx import import_model
-    from tcp_rules.optimize import OptOptions, optimize
 
     info: dict[str, Any] = {"workload": w.name, "title": w.title, "shape": w.shape,
                             "ops": None, "optimizer": None, "skipped": None}
@@ -109,13 +112,29 @@ def prepare(w: Workload, rules: Sequence[Any]) -> Prepared:
     onnx_name = {t: s for s, t in imported.aliases.items()}
     params = [onnx_name.get(p.param, p.param) for p in func.params]
     info["ops"] = len(func.ops())
-    result = optimize(func, rules, OptOptions())
-    r = result.report
-    info["optimizer"] = {"seconds": round(r.seconds, 3), "stop_reason": r.stop_reason,
-                         "error": r.error}
-    prep = Prepared(w, info, result.func, params)
+    if store is None:
+        from tcp_rules.optimize import OptOptions, optimize
+
+        result = optimize(func, rules, OptOptions())
+        r = result.report
+        optimized = result.func
+        info["optimizer"] = {"seconds": round(r.seconds, 3), "stop_reason": r.stop_reason,
+                             "error": r.error}
+    else:
+        optimized, info["optimizer"] = store.program(w)
+        _same_signature(func, optimized, store.where / f"{w.name}.tcp")
+    prep = Prepared(w, info, optimized, params)
     _reference(prep, func, [w.arrays[n] for n in params])
     return prep
+
+
+def _same_signature(imported: Func, loaded: Func, where: Path) -> None:
+    """A program taken from a store must take and give what the imported graph does."""
+    want = ([p.type for p in imported.params], list(imported.result_types))
+    got = ([p.type for p in loaded.params], list(loaded.result_types))
+    if want != got:
+        raise TcpError.at(f"{where}: the program's parameters or results differ from the "
+                          "imported graph's", hint="save the programs again with this version")
 
 
 def _reference(p: Prepared, func: Func, inputs: list[np.ndarray]) -> None:
@@ -161,8 +180,9 @@ def _tcpr_runners(p: Prepared, threads: int, row: dict[str, Any]
 def _rounds(runners: dict[str, Runner], cf: Any, inputs: list[np.ndarray], repeats: int,
             streams: Sequence[Callable[[], object]] = ()
             ) -> tuple[dict[str, list[float]], list[list[float]], list[float]]:
-    """Seconds of each runner in ``repeats`` rounds in which they take turns (the order
-    rotating round by round), after a warm-up call each; round by round, one more tcp-rules
+    """Seconds of each runner in ``repeats`` rounds in which they take turns (in an order
+    shuffled round by round, from a fixed seed), after a warm-up call each; round by round,
+    one more tcp-rules
     call's wall time and kernel times (``CompiledFunc.timed``); and, given ``streams`` (the
     STREAM-like loops a memory-bound workload is compared with), the fastest one's seconds in
     each round, run right after the turns."""
@@ -174,8 +194,13 @@ def _rounds(runners: dict[str, Runner], cf: Any, inputs: list[np.ndarray], repea
     times: dict[str, list[float]] = {k: [] for k in order}
     kernels: list[list[float]] = []
     stream: list[float] = []
-    for i in range(max(1, repeats)):
-        for k in order[i % len(order):] + order[:i % len(order)]:
+    # shuffled, not rotated: a rotation keeps each engine behind the same one every round,
+    # and an engine whose threads linger after its run (OpenMP's, XLA's) then slows the same
+    # neighbour each time (on 16 CPUs, tcp-rules, rotated in right after PyTorch: softmax's
+    # median 3.4 ms, its fastest round 0.37 ms, out= 0.42 ms)
+    shuffle = random.Random(0)
+    for _ in range(max(1, repeats)):
+        for k in shuffle.sample(order, len(order)):
             t0 = time.perf_counter()
             runners[k].run()
             times[k].append(time.perf_counter() - t0)
@@ -319,6 +344,10 @@ def _isolated_run(where: Path, threads: int, repeats: int, quick: bool, names: S
     # engine needs (every engine's 1024^3 matmul took 1.5-2x its time at 2 threads on 2 CPUs):
     # 2**4 cycles, as onnxruntime is told not to spin
     counts["OPENBLAS_THREAD_TIMEOUT"] = "4"
+    # PyTorch's OpenMP threads spin after each run unless told not to, as onnxruntime's
+    counts["OMP_WAIT_POLICY"] = "PASSIVE"
+    # every engine on the CPU: JAX would otherwise take a GPU where it finds one
+    counts["JAX_PLATFORMS"] = "cpu"
     # the pinning comes first, so that every thread the process starts inherits it
     boot = (f"import os, runpy; os.sched_setaffinity(0, {pinned}); " if pinned else
             "import runpy; ") + "runpy.run_module('tcp_rules.benchpeers', run_name='__main__')"
@@ -338,16 +367,18 @@ def _isolated_run(where: Path, threads: int, repeats: int, quick: bool, names: S
 
 def peers_report(threads: Sequence[int] = (1,), repeats: int = 7, *, quick: bool = False,
                  names: Sequence[str] | None = None, peers: Sequence[str] | None = None,
-                 isolate: bool = True) -> dict[str, Any]:
+                 isolate: bool = True, programs: Path | None = None,
+                 save_to: Path | None = None) -> dict[str, Any]:
     """Run the suite; its report as a dict (the schema in the module docstring).
 
+    ``programs``: take the optimized programs from that directory (tcp_rules/peerprograms.py)
+    instead of optimizing; ``save_to``: write the optimized programs there as well.
     ``peers`` defaults to every installed peer. ``isolate=False`` measures in this process
     (for tests): no pinning, BLAS keeps the thread count it started with, and JAX cannot be
     limited; JAX's threads also make any later fork of this process unsafe (the optimizer
     forks), so leave it out of ``peers`` there.
     """
     from tcp_rules.codegen import jit
-    from tcp_rules.rules.library import load_standard_library
 
     unknown = [n for n in names or () if n not in NAMES]
     if unknown:
@@ -362,17 +393,28 @@ def peers_report(threads: Sequence[int] = (1,), repeats: int = 7, *, quick: bool
             raise TcpError.at(f"the peers suite needs {need}", hint="pip install "
                               "'tcp-rules[bench]'")
     peers = [e for e in (PEERS if peers is None else peers) if versions.get(e)]
-    rules = list(load_standard_library().rules)
-    infos, manifest = [], []
+    store = ProgramStore(programs, quick) if programs is not None else None
+    # the rule library only where this process optimizes (it needs egglog)
+    if store is None:
+        from tcp_rules.rules.library import load_standard_library
+
+        rules = list(load_standard_library().rules)
+    else:
+        rules = []
+    infos, manifest, optimized = [], [], []
     with tempfile.TemporaryDirectory(prefix="tcpr-peers-") as tmp:
         for i, w in enumerate(workloads(quick, names=chosen)):
             print(f"tcpr bench --suite peers: preparing {w.name} ...", file=sys.stderr,
                   flush=True)
             # on disk, not kept here: the arrays of all the workloads take gigabytes
-            p = prepare(w, rules)
+            p = prepare(w, rules, store)
             infos.append(p.info)
             manifest.append(save(p, i, Path(tmp)))
+            if p.func is not None:
+                optimized.append((w, p.func, p.info["optimizer"]))
             del p
+        if save_to is not None:
+            save_programs(save_to, quick, optimized)
         (Path(tmp) / "manifest.json").write_text(json.dumps(manifest))
         runs = [_isolated_run(Path(tmp), t, repeats, quick, chosen, peers) if isolate else
                 measure_run(load(Path(tmp), quick, chosen), t, repeats, peers)
@@ -380,15 +422,19 @@ def peers_report(threads: Sequence[int] = (1,), repeats: int = 7, *, quick: bool
     return {"schema": SCHEMA, "suite": "peers", "repeats": repeats, "quick": quick,
             "cpu": jit.target().cpu, "cpus": len(os.sched_getaffinity(0)),
             "versions": {TCPR: __version__, **{e: versions[e] for e in PEERS}},
-            "tolerance": TOLERANCE, "workloads": infos, "runs": runs}
+            "tolerance": TOLERANCE, "programs": None if store is None else
+            {"dir": str(store.where), "saved_by": store.saved_by},
+            "workloads": infos, "runs": runs}
 
 
 def peers_suite(threads: Sequence[int] = (1,), repeats: int = 7, as_json: bool = False, *,
-                quick: bool = False, names: Sequence[str] | None = None) -> str:
+                quick: bool = False, names: Sequence[str] | None = None,
+                programs: Path | None = None, save_to: Path | None = None) -> str:
     """The suite's table (or JSON) for ``tcpr bench --suite peers``."""
     from tcp_rules.peertable import render
 
-    report = peers_report(threads, repeats, quick=quick, names=names)
+    report = peers_report(threads, repeats, quick=quick, names=names, programs=programs,
+                          save_to=save_to)
     return json.dumps(report, indent=2) if as_json else render(report)
 
 

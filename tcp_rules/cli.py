@@ -496,10 +496,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from tcp_rules.benchpeers import peers_suite  # needs onnx and onnxruntime: when asked
 
         print(peers_suite(args.threads, args.repeats, args.json, quick=args.quick,
-                          names=args.cases or None))
+                          names=args.cases or None, programs=args.programs,
+                          save_to=args.save_programs))
         return 0
-    if len(args.threads) > 1 or args.quick:
-        raise TcpError.at("only --suite peers takes several thread counts or --quick")
+    if len(args.threads) > 1 or args.quick or args.programs or args.save_programs:
+        raise TcpError.at("only --suite peers takes several thread counts, --quick, "
+                          "--programs or --save-programs")
     args.threads = args.threads[0]
     if args.suite == "optimizer":
         from tcp_rules.benchsuites import optimizer_suite
@@ -670,6 +672,12 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=_thread_counts, default=(1,), metavar="T[,T...]",
                    help="threads for every engine (several, comma-separated: --suite peers)")
     p.add_argument("--quick", action="store_true", help="--suite peers at tiny sizes")
+    p.add_argument("--save-programs", type=Path, metavar="DIR",
+                   help="--suite peers: also write the optimized programs to DIR")
+    p.add_argument("--programs", type=Path, metavar="DIR",
+                   help="--suite peers: measure the programs --save-programs wrote to DIR "
+                        "instead of optimizing (no egglog needed: optimize on one machine, "
+                        "measure on another)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_bench)
 

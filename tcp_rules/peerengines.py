@@ -204,12 +204,14 @@ def _namespace(engine: str) -> Any:
 
 def jax_runner(w: Workload) -> Runner:
     """``jax.jit`` of the workload's computation, weights passed as arguments (as tcp-rules
-    takes them); inputs already on the device; each run waits for its result."""
+    takes them); inputs already on the CPU; each run waits for its result."""
     import jax
 
     m, names = _namespace("jax"), sorted(w.arrays)
     fn = jax.jit(lambda *vals: w.compute(m, dict(zip(names, vals, strict=True))))
-    args = [jax.device_put(w.arrays[n]) for n in names]
+    # on the CPU where a GPU is present too: the computation follows its committed inputs
+    cpu = jax.devices("cpu")[0]
+    args = [jax.device_put(w.arrays[n], cpu) for n in names]
     return Runner(lambda: fn(*args).block_until_ready())
 
 

@@ -152,6 +152,9 @@ def render(report: dict[str, Any]) -> str:
     if notes:
         lines += [*notes, ""]
     lines.append("workloads (ops of the imported program; optimizer seconds and stop reason):")
+    if report.get("programs"):
+        lines.append("  (optimized elsewhere: the programs in {dir}, saved by tcp-rules "
+                     "{saved_by})".format(**report["programs"]))
     for w in report["workloads"]:
         opt = w["optimizer"]
         how = f"{w['ops']} ops, {opt['seconds']:.1f} s, {opt['stop_reason']}" if opt else "-"

@@ -85,8 +85,10 @@ def _model(name: str, nodes: list[onnx.NodeProto], inputs: Mapping[str, tuple[in
         nodes, name, [helper.make_tensor_value_info(n, f32, s) for n, s in inputs.items()],
         [helper.make_tensor_value_info("Y", f32, out)],
         [numpy_helper.from_array(a, n) for n, a in inits.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                              producer_name="tcp-rules peers")
+    # the IR version of the opset, not the newest this onnx writes: an onnxruntime older than
+    # the onnx package refuses IR versions it does not know
+    model = helper.make_model_gen_version(graph, opset_imports=[helper.make_opsetid("", opset)],
+                                          producer_name="tcp-rules peers")
     onnx.checker.check_model(model, full_check=True)
     return model
 

@@ -9,6 +9,8 @@ JAX is left out: once it has run, its threads make any later fork of the test pr
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +21,7 @@ pytest.importorskip("onnxruntime")
 from tcp_rules import benchpeers as bp
 from tcp_rules import peerworkloads as pw
 from tcp_rules.cli import main
+from tcp_rules.diagnostics import TcpError
 from tcp_rules.ir import Func
 from tcp_rules.peerengines import NUMPY, installed
 from tcp_rules.peertable import _scaling_table, render
@@ -28,8 +31,15 @@ PEERS = [e for e, v in installed().items() if v and e != "jax"]
 
 
 @pytest.fixture(scope="module")
-def report() -> dict:
-    out = bp.peers_report((1,), 1, quick=True, names=NAMES, peers=PEERS, isolate=False)
+def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the fixture ``report``'s run saved its optimized programs (--save-programs)."""
+    return tmp_path_factory.mktemp("programs")
+
+
+@pytest.fixture(scope="module")
+def report(saved: Path) -> dict:
+    out = bp.peers_report((1,), 1, quick=True, names=NAMES, peers=PEERS, isolate=False,
+                          save_to=saved)
     return json.loads(json.dumps(out))  # what --json prints
 
 
@@ -124,3 +134,79 @@ def test_cli_rejects_thread_lists_elsewhere_and_unknown_workloads(
     assert "comma-separated" in capsys.readouterr().err
     assert main(["bench", "--suite", "peers", "--quick", "nosuch"]) == 1
     assert "no peers workload named nosuch" in capsys.readouterr().err
+
+
+def test_programs_saved_here_are_measured_without_optimizing(
+        report: dict, saved: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--programs DIR: the optimizer is never called, the programs are the ones saved, and the
+    results are checked against references computed afresh."""
+    import tcp_rules.optimize
+
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("optimized although the programs were given")
+
+    monkeypatch.setattr(tcp_rules.optimize, "optimize", refuse)
+    again = bp.peers_report((1,), 1, quick=True, names=NAMES, peers=["numpy"], isolate=False,
+                            programs=saved)
+    assert again["programs"] == {"dir": str(saved), "saved_by": report["versions"][bp.TCPR]}
+    assert report["programs"] is None
+    assert [w["optimizer"] for w in again["workloads"]] == \
+        [w["optimizer"] for w in report["workloads"]]
+    for row, first in zip(again["runs"][0]["rows"], report["runs"][0]["rows"], strict=True):
+        assert row["errors"] == {} and row["check"] == dict.fromkeys(
+            [bp.TCPR, bp.TCPR_OUT, "numpy"])
+        assert row["kernels"] == first["kernels"]
+    assert "optimized elsewhere: the programs in" in render(again)
+    manifest = json.loads((saved / "manifest.json").read_text())
+    assert sorted(manifest["workloads"]) == sorted(NAMES) and manifest["quick"] is True
+    assert sorted(p.name for p in saved.iterdir()) == ["manifest.json", "mlp.tcp", "relu.tcp"]
+
+
+def _store_error(where: Path, quick: bool = True, name: str = "relu") -> str:
+    from tcp_rules.peerprograms import ProgramStore
+
+    (w,) = pw.workloads(quick=True, names=[name])
+    with pytest.raises(TcpError) as e:
+        ProgramStore(where, quick).program(w)
+    return e.value.render()
+
+
+def test_a_programs_directory_that_does_not_fit_is_refused(saved: Path, report: dict,
+                                                            tmp_path: Path) -> None:
+    assert "has no manifest.json" in _store_error(tmp_path)
+    assert "--quick" in _store_error(saved, quick=False)
+    assert "no program for the workload softmax" in _store_error(saved, name="softmax")
+    bad = tmp_path / "bad"
+    shutil.copytree(saved, bad)
+    manifest = json.loads((bad / "manifest.json").read_text())
+    manifest["workloads"]["relu"]["graph"] = "0" * 24
+    manifest["workloads"]["mlp"]["file"] = "../relu.tcp"  # must not lead out of the directory
+    (bad / "manifest.json").write_text(json.dumps(manifest))
+    assert "optimized from another graph" in _store_error(bad)
+    assert "must be a plain name" in _store_error(bad, name="mlp")
+    (bad / "manifest.json").write_text("{")
+    assert "cannot read it" in _store_error(bad)
+
+
+def test_a_broken_program_is_reported_at_its_line(saved: Path, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad"
+    shutil.copytree(saved, bad)
+    lines = (bad / "relu.tcp").read_text().splitlines()
+    lines[1] = lines[1].replace("max(", "nosuchop(", 1)  # an op no table knows
+    (bad / "relu.tcp").write_text("\n".join(lines) + "\n")
+    assert main(["bench", "--suite", "peers", "--quick", "--repeats", "1", "--programs",
+                 str(bad), "relu"]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad / 'relu.tcp'}:2:" in err and "Traceback" not in err
+    assert main(["bench", "--suite", "codegen", "--programs", str(bad)]) == 1
+    assert "only --suite peers" in capsys.readouterr().err
+
+
+def test_models_carry_their_opsets_ir_version() -> None:
+    """Not the newest IR version the onnx package writes: onnxruntime 1.30 refused every
+    workload of onnx 1.23's IR 14 ("max supported IR version: 13")."""
+    from onnx import helper
+
+    for w in pw.workloads(quick=True):
+        assert w.model.ir_version == helper.find_min_ir_version_for(w.model.opset_import)

@@ -110,7 +110,8 @@ def encoder_layer(d_model: int = 64, heads: int = 4, d_ff: int = 256, seed: int 
         [helper.make_tensor_value_info("x", elem, ["batch", "seq", d_model])],
         [helper.make_tensor_value_info("y", elem, ["batch", "seq", d_model])],
         g.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                              producer_name="tcp-rules zoo")
+    # the opset's IR version (not the newest): older onnxruntimes refuse newer ones
+    model = helper.make_model_gen_version(graph, opset_imports=[helper.make_opsetid("", opset)],
+                                          producer_name="tcp-rules zoo")
     onnx.checker.check_model(model, full_check=True)
     return model
