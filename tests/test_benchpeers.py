@@ -205,8 +205,14 @@ def test_a_broken_program_is_reported_at_its_line(saved: Path, tmp_path: Path,
 
 def test_models_carry_their_opsets_ir_version() -> None:
     """Not the newest IR version the onnx package writes: onnxruntime 1.30 refused every
-    workload of onnx 1.23's IR 14 ("max supported IR version: 13")."""
+    workload of onnx 1.23's IR 14 ("max supported IR version: 13"). The model suite's graphs
+    (ONNX function bodies, the zoo encoder) likewise."""
     from onnx import helper
 
-    for w in pw.workloads(quick=True):
-        assert w.model.ir_version == helper.find_min_ir_version_for(w.model.opset_import)
+    from tcp_rules.benchmodels import graphs
+
+    models = [w.model for w in pw.workloads(quick=True)]
+    models += [g.model for g in graphs(small=True) if g.model is not None]
+    assert len(models) > len(pw.NAMES)
+    for model in models:
+        assert model.ir_version == helper.find_min_ir_version_for(model.opset_import)

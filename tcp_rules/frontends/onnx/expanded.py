@@ -73,8 +73,10 @@ def expanded_model(op: str, opset: int, inputs: Sequence[InputSpec], seed: int =
     inferred = onnx.shape_inference.infer_shapes(single, strict_mode=True)
     out = next(v for v in inferred.graph.value_info if v.name == "Y")
     graph = helper.make_graph(list(nodes), f"{op}_expanded", graph_inputs, [out], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", body_opset)],
-                              producer_name="tcp-rules expanded")
+    # the opset's IR version (not the newest): older onnxruntimes refuse newer ones
+    model = helper.make_model_gen_version(
+        graph, opset_imports=[helper.make_opsetid("", body_opset)],
+        producer_name="tcp-rules expanded")
     onnx.checker.check_model(model, full_check=True)
     return model
 
