@@ -121,8 +121,8 @@ def prepare(w: Workload, rules: Sequence[Any], store: ProgramStore | None = None
         info["optimizer"] = {"seconds": round(r.seconds, 3), "stop_reason": r.stop_reason,
                              "error": r.error}
     else:
-        optimized, info["optimizer"] = store.program(w)
-        _same_signature(func, optimized, store.where / f"{w.name}.tcp")
+        optimized, info["optimizer"], path = store.program(w)
+        _same_signature(func, optimized, path)
     prep = Prepared(w, info, optimized, params)
     _reference(prep, func, [w.arrays[n] for n in params])
     return prep
@@ -182,10 +182,9 @@ def _rounds(runners: dict[str, Runner], cf: Any, inputs: list[np.ndarray], repea
             ) -> tuple[dict[str, list[float]], list[list[float]], list[float]]:
     """Seconds of each runner in ``repeats`` rounds in which they take turns (in an order
     shuffled round by round, from a fixed seed), after a warm-up call each; round by round,
-    one more tcp-rules
-    call's wall time and kernel times (``CompiledFunc.timed``); and, given ``streams`` (the
-    STREAM-like loops a memory-bound workload is compared with), the fastest one's seconds in
-    each round, run right after the turns."""
+    one more tcp-rules call's wall time and kernel times (``CompiledFunc.timed``); and, given
+    ``streams`` (the STREAM-like loops a memory-bound workload is compared with), the fastest
+    one's seconds in each round, run right after the turns."""
     order = list(runners)
     for k in order:
         runners[k].run()

@@ -104,8 +104,8 @@ class ProgramStore:
         self.where, self.entries = where, manifest["workloads"]
         self.saved_by = str(manifest.get("tcp_rules"))
 
-    def program(self, w: Workload) -> tuple[Func, dict[str, Any]]:
-        """``w``'s optimized program and the optimizer info saved with it."""
+    def program(self, w: Workload) -> tuple[Func, dict[str, Any], Path]:
+        """``w``'s optimized program, the optimizer info saved with it, and its file."""
         from tcp_rules.elaborate import load_program
 
         entry = self.entries.get(w.name)
@@ -122,6 +122,8 @@ class ProgramStore:
             raise TcpError.at(f"{self.where / MANIFEST}: {w.name}'s file must be a plain name "
                               f"in {self.where}, not {file!r}")
         path = self.where / file
+        if path.is_symlink():  # nor through a link
+            raise TcpError.at(f"{path}: a link; the programs must be files in {self.where}")
         try:
             text = path.read_text()
         except (OSError, UnicodeDecodeError) as e:
@@ -130,4 +132,4 @@ class ProgramStore:
         if len(funcs) != 1:
             raise TcpError.at(f"{path}: expected one func, found {len(funcs)}")
         optimizer = entry.get("optimizer")
-        return funcs[0], optimizer if isinstance(optimizer, dict) else {}
+        return funcs[0], optimizer if isinstance(optimizer, dict) else {}, path

@@ -31,16 +31,21 @@ PEERS = [e for e, v in installed().items() if v and e != "jax"]
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where the fixture ``report``'s run saved its optimized programs (--save-programs)."""
+def to_save(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("programs")
 
 
 @pytest.fixture(scope="module")
-def report(saved: Path) -> dict:
+def report(to_save: Path) -> dict:
     out = bp.peers_report((1,), 1, quick=True, names=NAMES, peers=PEERS, isolate=False,
-                          save_to=saved)
+                          save_to=to_save)
     return json.loads(json.dumps(out))  # what --json prints
+
+
+@pytest.fixture(scope="module")
+def saved(report: dict, to_save: Path) -> Path:
+    """Where the fixture ``report``'s run saved its optimized programs (--save-programs)."""
+    return to_save
 
 
 def test_report_has_the_documented_fields(report: dict) -> None:
@@ -186,6 +191,24 @@ def test_a_programs_directory_that_does_not_fit_is_refused(saved: Path, report: 
     assert "must be a plain name" in _store_error(bad, name="mlp")
     (bad / "manifest.json").write_text("{")
     assert "cannot read it" in _store_error(bad)
+    linked = tmp_path / "linked"
+    shutil.copytree(saved, linked)
+    (linked / "relu.tcp").unlink()
+    (linked / "relu.tcp").symlink_to(saved / "relu.tcp")
+    assert "a link; the programs must be files" in _store_error(linked)
+
+
+def test_a_program_of_another_signature_is_refused(saved: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    other = tmp_path / "other"
+    shutil.copytree(saved, other)
+    text = (other / "relu.tcp").read_text()
+    assert text.count("f32[16, 24]") == 4  # a, b, c and the result: a valid program still
+    (other / "relu.tcp").write_text(text.replace("f32[16, 24]", "f32[16, 25]"))
+    assert main(["bench", "--suite", "peers", "--quick", "--repeats", "1", "--programs",
+                 str(other), "relu"]) == 1
+    err = capsys.readouterr().err
+    assert "parameters or results differ from the imported graph's" in err
 
 
 def test_a_broken_program_is_reported_at_its_line(saved: Path, tmp_path: Path,
