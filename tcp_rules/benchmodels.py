@@ -12,6 +12,7 @@ Benchmarks, not tests: numbers are reported, never asserted; a mismatch is print
 
     {"schema": 1, "repeats": int, "threads": int, "cpu": str,
      "tolerance": str,                           # how outputs are compared
+     "programs": {"dir": str, "saved_by": str} | null,  # optimized elsewhere (--programs)
      "graphs": [{"graph": str, "source": str,
                  "skipped": str | null,          # why it was not measured (then nothing else)
                  "ops": int,
@@ -36,17 +37,20 @@ import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
 
 from tcp_rules.diagnostics import TcpError
-from tcp_rules.extract.cost import RooflineCost
 from tcp_rules.frontends import Imported
 from tcp_rules.ir import Func
-from tcp_rules.optimize import OptOptions, OptResult, optimize
+from tcp_rules.programstore import ProgramStore, same_signature, save_programs
 from tcp_rules.rules.model import Rule
+
+if TYPE_CHECKING:  # the optimizer (egglog) loads only where the suite optimizes (--programs)
+    from tcp_rules.optimize import OptOptions, OptResult
 
 SCHEMA = 1
 VARIANTS = ("optimized", "no_algebra")
@@ -58,10 +62,18 @@ TOLERANCE = ("|opt - unopt| <= (64 + 8 L) eps_f32 (max(|opt|, |unopt|) + B): the
 def no_algebra_options() -> OptOptions:
     """The optimizer with the algebra tier left out (egraph/scheduler.py: the simplify, layout
     and fusion tiers run). The one place that says what "no algebra" means."""
+    from tcp_rules.optimize import OptOptions
+
     return OptOptions(algebra=False)
 
 
-OPTIONS: dict[str, Callable[[], OptOptions]] = {"optimized": OptOptions,
+def _default_options() -> OptOptions:
+    from tcp_rules.optimize import OptOptions
+
+    return OptOptions()
+
+
+OPTIONS: dict[str, Callable[[], OptOptions]] = {"optimized": _default_options,
                                                  "no_algebra": no_algebra_options}
 
 
@@ -152,10 +164,10 @@ def prepare(g: Graph) -> tuple[Func, list[np.ndarray]]:
 
 
 def kernel_count(func: Func) -> int:
-    """How many kernels (loop nests) ``func`` compiles to."""
-    from tcp_rules.kernels import kernel_infos
+    """How many kernels (loop nests) ``func`` compiles to: the steps of its plan."""
+    from tcp_rules.codegen.lower import lower_func
 
-    return len(kernel_infos(func, RooflineCost()))
+    return len(lower_func(func).steps)
 
 
 def optimizer_stats(result: OptResult) -> dict[str, Any]:
@@ -209,8 +221,12 @@ def _timed_call(cf: Any, inputs: Sequence[np.ndarray], hosts: list[float]) -> No
     hosts.append(wall - sum(kernels))
 
 
-def measure(g: Graph, rules: Sequence[Rule], repeats: int, threads: int = 1) -> dict[str, Any]:
-    """One row of the suite: import, optimize both ways, compile, time and compare ``g``."""
+def measure(g: Graph, rules: Sequence[Rule], repeats: int, threads: int = 1,
+            store: ProgramStore | None = None, optimized: dict[str, Any] | None = None
+            ) -> dict[str, Any]:
+    """One row of the suite: import, optimize both ways (or take both programs from
+    ``store``), compile, time and compare ``g``; the optimized programs and the optimizer's
+    stats go into ``optimized`` by graph name (for --save-programs)."""
     from tcp_rules.codegen.runtime import compile_func
 
     row: dict[str, Any] = {"graph": g.name, "source": g.source, "skipped": g.skipped}
@@ -222,11 +238,19 @@ def measure(g: Graph, rules: Sequence[Rule], repeats: int, threads: int = 1) -> 
         row["skipped"] = f"import: {_first_line(e)}"
         return row
     row["ops"] = len(func.ops())
+    assert g.model is not None  # (prepare imported it)
     funcs = {"unoptimized": func}
     for variant in VARIANTS:
-        result = optimize(func, rules, OPTIONS[variant]())
-        row[variant] = optimizer_stats(result)
-        funcs[variant] = result.func
+        if store is None:
+            from tcp_rules.optimize import optimize
+
+            result = optimize(func, rules, OPTIONS[variant]())
+            row[variant], funcs[variant] = optimizer_stats(result), result.func
+        else:
+            funcs[variant], row[variant], path = store.program(g.name, g.model, variant)
+            same_signature(func, funcs[variant], path)
+    if optimized is not None:
+        optimized[g.name] = (g.model, {v: (funcs[v], dict(row[v])) for v in VARIANTS})
     runs: dict[str, Callable[[], object]] = {}
     outputs: dict[str, tuple[np.ndarray, ...]] = {}
     hosts: dict[str, list[float]] = {}
@@ -260,23 +284,36 @@ def measure(g: Graph, rules: Sequence[Rule], repeats: int, threads: int = 1) -> 
 
 
 def models_suite(as_json: bool = False, repeats: int = 7, threads: int = 1, *,
-                 small: bool = False, names: Sequence[str] | None = None) -> str:
+                 small: bool = False, names: Sequence[str] | None = None,
+                 programs: Path | None = None, save_to: Path | None = None) -> str:
     """Run the suite (every graph, or those ``names``) and return its table or JSON.
 
     ``threads`` is the compiled kernels' thread count; ``small`` uses tiny shapes (tests).
+    ``programs``: take the optimized programs from that directory (tcp_rules/programstore.py)
+    instead of optimizing; ``save_to``: write them there as well.
     Progress goes to stderr, one line per graph: the suite takes minutes.
     """
     from tcp_rules.codegen import jit
-    from tcp_rules.rules.library import load_standard_library
 
-    rules = list(load_standard_library().rules)
+    sizes = "small" if small else "realistic"
+    store = ProgramStore(programs, "models", sizes) if programs is not None else None
+    rules: list[Rule] = []
+    if store is None:  # the rule library only where this process optimizes (it needs egglog)
+        from tcp_rules.rules.library import load_standard_library
+
+        rules = list(load_standard_library().rules)
     chosen = [g for g in graphs(small) if names is None or g.name in names]
     rows = []
+    optimized: dict[str, Any] = {}
     for g in chosen:
         print(f"tcpr bench --suite models: {g.name} ...", file=sys.stderr, flush=True)
-        rows.append(measure(g, rules, repeats, threads))
+        rows.append(measure(g, rules, repeats, threads, store, optimized))
+    if save_to is not None:
+        save_programs(save_to, "models", sizes, optimized)
     report = {"schema": SCHEMA, "repeats": repeats, "threads": threads,
-              "cpu": jit.target().cpu, "tolerance": TOLERANCE, "graphs": rows}
+              "cpu": jit.target().cpu, "tolerance": TOLERANCE,
+              "programs": None if store is None else
+              {"dir": str(store.where), "saved_by": store.saved_by}, "graphs": rows}
     return json.dumps(report, indent=2) if as_json else render(report)
 
 
@@ -333,6 +370,10 @@ def render(report: dict[str, Any]) -> str:
             for what in ("error", "mismatch"):
                 if r[k].get(what):
                     notes.append(f"{r['graph']} {k}: {what.upper()}: {r[k][what]}")
+    if report.get("programs"):
+        notes.append("optimized elsewhere: the programs in {dir}, saved by tcp-rules "
+                     "{saved_by} (opt s, stop and e-nodes are that run's)"
+                     .format(**report["programs"]))
     if notes:
         lines += ["", *notes]
     lines += ["", "graphs:", *(f"  {r['graph']:<18} {r['source']}" for r in report["graphs"]),

@@ -63,14 +63,15 @@ from tcp_rules import __version__
 from tcp_rules.diagnostics import Source, TcpError
 from tcp_rules.ir import Func
 from tcp_rules.peerengines import NUMPY, PEERS, Runner, installed, runner
-from tcp_rules.peerprograms import ProgramStore, save_programs
 from tcp_rules.peerworkloads import NAMES, Workload, workloads
+from tcp_rules.programstore import ProgramStore, same_signature, save_programs
 
 if TYPE_CHECKING:
     from tcp_rules.codegen.bench import Stream
 
 SCHEMA = 1
 TCPR, TCPR_OUT = "tcp-rules", "tcp-rules out="
+VARIANT = "optimized"  # the suite's one optimizer variant, as --save-programs names it
 TOLERANCE = ("|result - ref| <= (64 + 8 L) eps_f32 (max(|result|, |ref|) + B), ref the "
              "computation in float64 (NumPy, SciPy's erf) rounded to f32, B the running error "
              "bound of the imported program on these inputs, L its longest reduction")
@@ -121,20 +122,11 @@ def prepare(w: Workload, rules: Sequence[Any], store: ProgramStore | None = None
         info["optimizer"] = {"seconds": round(r.seconds, 3), "stop_reason": r.stop_reason,
                              "error": r.error}
     else:
-        optimized, info["optimizer"], path = store.program(w)
-        _same_signature(func, optimized, path)
+        optimized, info["optimizer"], path = store.program(w.name, w.model, VARIANT)
+        same_signature(func, optimized, path)
     prep = Prepared(w, info, optimized, params)
     _reference(prep, func, [w.arrays[n] for n in params])
     return prep
-
-
-def _same_signature(imported: Func, loaded: Func, where: Path) -> None:
-    """A program taken from a store must take and give what the imported graph does."""
-    want = ([p.type for p in imported.params], list(imported.result_types))
-    got = ([p.type for p in loaded.params], list(loaded.result_types))
-    if want != got:
-        raise TcpError.at(f"{where}: the program's parameters or results differ from the "
-                          "imported graph's", hint="save the programs again with this version")
 
 
 def _reference(p: Prepared, func: Func, inputs: list[np.ndarray]) -> None:
@@ -370,7 +362,7 @@ def peers_report(threads: Sequence[int] = (1,), repeats: int = 7, *, quick: bool
                  save_to: Path | None = None) -> dict[str, Any]:
     """Run the suite; its report as a dict (the schema in the module docstring).
 
-    ``programs``: take the optimized programs from that directory (tcp_rules/peerprograms.py)
+    ``programs``: take the optimized programs from that directory (tcp_rules/programstore.py)
     instead of optimizing; ``save_to``: write the optimized programs there as well.
     ``peers`` defaults to every installed peer. ``isolate=False`` measures in this process
     (for tests): no pinning, BLAS keeps the thread count it started with, and JAX cannot be
@@ -392,7 +384,8 @@ def peers_report(threads: Sequence[int] = (1,), repeats: int = 7, *, quick: bool
             raise TcpError.at(f"the peers suite needs {need}", hint="pip install "
                               "'tcp-rules[bench]'")
     peers = [e for e in (PEERS if peers is None else peers) if versions.get(e)]
-    store = ProgramStore(programs, quick) if programs is not None else None
+    sizes = "quick" if quick else "full"
+    store = ProgramStore(programs, "peers", sizes) if programs is not None else None
     # the rule library only where this process optimizes (it needs egglog)
     if store is None:
         from tcp_rules.rules.library import load_standard_library
@@ -400,7 +393,8 @@ def peers_report(threads: Sequence[int] = (1,), repeats: int = 7, *, quick: bool
         rules = list(load_standard_library().rules)
     else:
         rules = []
-    infos, manifest, optimized = [], [], []
+    infos, manifest = [], []
+    optimized: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="tcpr-peers-") as tmp:
         for i, w in enumerate(workloads(quick, names=chosen)):
             print(f"tcpr bench --suite peers: preparing {w.name} ...", file=sys.stderr,
@@ -410,10 +404,10 @@ def peers_report(threads: Sequence[int] = (1,), repeats: int = 7, *, quick: bool
             infos.append(p.info)
             manifest.append(save(p, i, Path(tmp)))
             if p.func is not None:
-                optimized.append((w, p.func, p.info["optimizer"]))
+                optimized[w.name] = (w.model, {VARIANT: (p.func, p.info["optimizer"])})
             del p
         if save_to is not None:
-            save_programs(save_to, quick, optimized)
+            save_programs(save_to, "peers", sizes, optimized)
         (Path(tmp) / "manifest.json").write_text(json.dumps(manifest))
         runs = [_isolated_run(Path(tmp), t, repeats, quick, chosen, peers) if isolate else
                 measure_run(load(Path(tmp), quick, chosen), t, repeats, peers)

@@ -499,9 +499,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
                           names=args.cases or None, programs=args.programs,
                           save_to=args.save_programs))
         return 0
-    if len(args.threads) > 1 or args.quick or args.programs or args.save_programs:
-        raise TcpError.at("only --suite peers takes several thread counts, --quick, "
-                          "--programs or --save-programs")
+    if len(args.threads) > 1 or args.quick:
+        raise TcpError.at("only --suite peers takes several thread counts or --quick")
+    if (args.programs or args.save_programs) and args.suite != "models":
+        raise TcpError.at("only --suite peers and --suite models take --programs or "
+                          "--save-programs")
     args.threads = args.threads[0]
     if args.suite == "optimizer":
         from tcp_rules.benchsuites import optimizer_suite
@@ -537,7 +539,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from tcp_rules.benchmodels import models_suite  # needs onnx: only when asked
 
         print(models_suite(args.json, args.repeats, threads=args.threads,
-                           names=args.cases or None))
+                           names=args.cases or None, programs=args.programs,
+                           save_to=args.save_programs))
         return 0
     if os.environ.get("OPENBLAS_NUM_THREADS") != str(args.threads):
         # OpenBLAS reads its thread count when NumPy loads; set later it runs ~30% slower
@@ -673,11 +676,11 @@ def _bench_arguments(p: argparse.ArgumentParser) -> None:
                    help="threads for every engine (several, comma-separated: --suite peers)")
     p.add_argument("--quick", action="store_true", help="--suite peers at tiny sizes")
     p.add_argument("--save-programs", type=Path, metavar="DIR",
-                   help="--suite peers: also write the optimized programs to DIR")
+                   help="--suite peers or models: also write the optimized programs to DIR")
     p.add_argument("--programs", type=Path, metavar="DIR",
-                   help="--suite peers: measure the programs --save-programs wrote to DIR "
-                        "instead of optimizing (no egglog needed: optimize on one machine, "
-                        "measure on another)")
+                   help="--suite peers or models: measure the programs --save-programs wrote "
+                        "to DIR instead of optimizing (no egglog needed: optimize on one "
+                        "machine, measure on another)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_bench)
 

@@ -105,3 +105,47 @@ def test_onnx_attention_runs_as_one_kernel(name: str) -> None:
     assert bm.kernel_count(func) > 3 and bm.kernel_count(opt) == 1 + (name == "attention-mask")
     got = compile_func(opt)(*inputs)
     assert bm.outputs_mismatch(func, inputs, evaluate(func, inputs), got) is None
+
+
+def test_programs_saved_here_are_measured_without_optimizing(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--save-programs then --programs: the second run never optimizes, measures the same
+    programs (kernel counts, agreement with the unoptimized program) and reports the first
+    run's optimizer stats, marked as such."""
+    names = ["softmax", "attention"]
+    first = json.loads(bm.models_suite(True, 1, small=True, names=names, save_to=tmp_path))
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["suite"] == "models" and manifest["sizes"] == "small"
+    assert sorted(manifest["graphs"]) == sorted(names)
+    assert sorted(p.name for p in tmp_path.glob("*.tcp")) == sorted(
+        f"{n}.{v}.tcp" for n in names for v in bm.VARIANTS)
+
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("optimized although the programs were given")
+
+    monkeypatch.setattr("tcp_rules.optimize.optimize", refuse)
+    again = json.loads(bm.models_suite(True, 1, small=True, names=names, programs=tmp_path))
+    assert first["programs"] is None
+    assert again["programs"]["dir"] == str(tmp_path)
+    for a, b in zip(first["graphs"], again["graphs"], strict=True):
+        for k in bm.VARIANTS:
+            for stat in ("seconds", "stop_reason", "peak_enodes", "kernels"):
+                assert a[k][stat] == b[k][stat], (a["graph"], k, stat)
+            assert b[k]["error"] is None and b[k]["mismatch"] is None
+        assert a["unoptimized"]["kernels"] == b["unoptimized"]["kernels"]
+    assert "optimized elsewhere: the programs in" in bm.render(again)
+    with pytest.raises(bm.TcpError, match="of the models suite, not of the peers suite"):
+        from tcp_rules.programstore import ProgramStore
+
+        ProgramStore(tmp_path, "peers", "quick")
+
+
+def test_kernel_count_is_the_listings() -> None:
+    """kernel_count (the plan's steps, no cost model) counts what tcpr opt --emit kernels
+    lists."""
+    from tcp_rules.extract.cost import RooflineCost
+    from tcp_rules.kernels import kernel_infos
+
+    for name in ("softmax", "encoder-2"):
+        func, _ = bm.prepare(GRAPHS[name])
+        assert bm.kernel_count(func) == len(kernel_infos(func, RooflineCost())) > 1

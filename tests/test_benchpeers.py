@@ -163,38 +163,43 @@ def test_programs_saved_here_are_measured_without_optimizing(
         assert row["kernels"] == first["kernels"]
     assert "optimized elsewhere: the programs in" in render(again)
     manifest = json.loads((saved / "manifest.json").read_text())
-    assert sorted(manifest["workloads"]) == sorted(NAMES) and manifest["quick"] is True
-    assert sorted(p.name for p in saved.iterdir()) == ["manifest.json", "mlp.tcp", "relu.tcp"]
+    assert sorted(manifest["graphs"]) == sorted(NAMES) and manifest["sizes"] == "quick"
+    assert manifest["suite"] == "peers"
+    assert sorted(p.name for p in saved.iterdir()) == [
+        "manifest.json", "mlp.optimized.tcp", "relu.optimized.tcp"]
 
 
-def _store_error(where: Path, quick: bool = True, name: str = "relu") -> str:
-    from tcp_rules.peerprograms import ProgramStore
+def _store_error(where: Path, sizes: str = "quick", name: str = "relu",
+                 suite: str = "peers") -> str:
+    from tcp_rules.programstore import ProgramStore
 
     (w,) = pw.workloads(quick=True, names=[name])
     with pytest.raises(TcpError) as e:
-        ProgramStore(where, quick).program(w)
+        ProgramStore(where, suite, sizes).program(w.name, w.model, bp.VARIANT)
     return e.value.render()
 
 
 def test_a_programs_directory_that_does_not_fit_is_refused(saved: Path, report: dict,
                                                             tmp_path: Path) -> None:
     assert "has no manifest.json" in _store_error(tmp_path)
-    assert "--quick" in _store_error(saved, quick=False)
-    assert "no program for the workload softmax" in _store_error(saved, name="softmax")
+    assert "for the quick sizes, not the full ones" in _store_error(saved, sizes="full")
+    assert "of the peers suite, not of the models suite" in _store_error(saved, suite="models")
+    assert "no programs for softmax" in _store_error(saved, name="softmax")
     bad = tmp_path / "bad"
     shutil.copytree(saved, bad)
     manifest = json.loads((bad / "manifest.json").read_text())
-    manifest["workloads"]["relu"]["graph"] = "0" * 24
-    manifest["workloads"]["mlp"]["file"] = "../relu.tcp"  # must not lead out of the directory
+    manifest["graphs"]["relu"]["graph"] = "0" * 24
+    # must not lead out of the directory
+    manifest["graphs"]["mlp"]["variants"]["optimized"]["file"] = "../relu.optimized.tcp"
     (bad / "manifest.json").write_text(json.dumps(manifest))
     assert "optimized from another graph" in _store_error(bad)
-    assert "must be a plain name" in _store_error(bad, name="mlp")
+    assert "must be a file in" in _store_error(bad, name="mlp")
     (bad / "manifest.json").write_text("{")
     assert "cannot read it" in _store_error(bad)
     linked = tmp_path / "linked"
     shutil.copytree(saved, linked)
-    (linked / "relu.tcp").unlink()
-    (linked / "relu.tcp").symlink_to(saved / "relu.tcp")
+    (linked / "relu.optimized.tcp").unlink()
+    (linked / "relu.optimized.tcp").symlink_to(saved / "relu.optimized.tcp")
     assert "a link; the programs must be files" in _store_error(linked)
 
 
@@ -202,9 +207,9 @@ def test_a_program_of_another_signature_is_refused(saved: Path, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     other = tmp_path / "other"
     shutil.copytree(saved, other)
-    text = (other / "relu.tcp").read_text()
+    text = (other / "relu.optimized.tcp").read_text()
     assert text.count("f32[16, 24]") == 4  # a, b, c and the result: a valid program still
-    (other / "relu.tcp").write_text(text.replace("f32[16, 24]", "f32[16, 25]"))
+    (other / "relu.optimized.tcp").write_text(text.replace("f32[16, 24]", "f32[16, 25]"))
     assert main(["bench", "--suite", "peers", "--quick", "--repeats", "1", "--programs",
                  str(other), "relu"]) == 1
     err = capsys.readouterr().err
@@ -215,13 +220,13 @@ def test_a_broken_program_is_reported_at_its_line(saved: Path, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad"
     shutil.copytree(saved, bad)
-    lines = (bad / "relu.tcp").read_text().splitlines()
+    lines = (bad / "relu.optimized.tcp").read_text().splitlines()
     lines[1] = lines[1].replace("max(", "nosuchop(", 1)  # an op no table knows
-    (bad / "relu.tcp").write_text("\n".join(lines) + "\n")
+    (bad / "relu.optimized.tcp").write_text("\n".join(lines) + "\n")
     assert main(["bench", "--suite", "peers", "--quick", "--repeats", "1", "--programs",
                  str(bad), "relu"]) == 1
     err = capsys.readouterr().err
-    assert f"{bad / 'relu.tcp'}:2:" in err and "Traceback" not in err
+    assert f"{bad / 'relu.optimized.tcp'}:2:" in err and "Traceback" not in err
     assert main(["bench", "--suite", "codegen", "--programs", str(bad)]) == 1
     assert "only --suite peers" in capsys.readouterr().err
 
