@@ -1,5 +1,5 @@
-"""Attention's P V run inside the kernel that computes Q K^T and its softmax
-(codegen/chain.py): one loop nest over blocks of query rows."""
+"""Attention's P V, and a single head's output projection, run inside the kernel that computes
+Q K^T and its softmax (codegen/chain.py): one loop nest over blocks of query rows."""
 
 from __future__ import annotations
 
@@ -62,9 +62,9 @@ def masked(m: int, n: int, dv: int) -> Func:
     return fuse_everything(f.finish())
 
 
-def multi_head(seq: int, heads: int, width: int) -> Func:
+def multi_head(seq: int, heads: int, width: int, project: bool = False) -> Func:
     """Heads split out of [seq, heads * width] projections and merged back: V is read and
-    the output written through strided layouts."""
+    the output written through strided layouts; ``project``: then an output projection."""
     f = tb.FuncBuilder("mha")
     d = heads * width
     x = f.param("x", f"f32[{seq}, {d}]")
@@ -77,7 +77,8 @@ def multi_head(seq: int, heads: int, width: int) -> Func:
     s = tb.mul(s, tb.broadcast(tb.apply_op("splat", value=0.25, shape=[], dtype="f32"),
                                shape=list(s.type.dims), dims=[]))
     o = tb.matmul(softmax(s), v)
-    f.ret(tb.reshape(tb.transpose(o, perm=[1, 0, 2]), shape=[seq, d]))
+    merged = tb.reshape(tb.transpose(o, perm=[1, 0, 2]), shape=[seq, d])
+    f.ret(tb.matmul(merged, f.param("wo", f"f32[{d}, {d}]")) if project else merged)
     return fuse_everything(f.finish())
 
 
@@ -156,13 +157,72 @@ def _example() -> Func:
 
 @pytest.mark.parametrize("rows", [1, 50, 2 * MC + 5])
 def test_the_attention_example(rows: int) -> None:
-    """The optimized example's S x S scores (symbolic sizes, no batch): Q K^T, softmax and
-    P V are one kernel; with the three projections and the output one, five."""
+    """The optimized example's S x S scores (symbolic sizes, no batch): Q K^T, softmax, P V
+    and the output projection are one kernel; with the three projections, four."""
     func = _example()
     cf = compile_func(func)
-    assert len(_chained(cf)) == 1 and len(cf.steps) == 5
+    (k,) = _chained(cf)
+    assert k.then is not None and k.then.then is not None and len(cf.steps) == 4
     xs = sized_inputs(func, rows)
     assert_close_to_reference(list(cf(*xs)), func, xs, f"S={rows}")
+
+
+def projected(m: int, n: int, dv: int, width: int, dtype: str = "f32") -> Func:
+    """softmax(Q K^T) V W, one head: the output projection as a third product."""
+    f = tb.FuncBuilder("projected")
+    q, kt = f.param("q", f"{dtype}[{m}, 8]"), f.param("k", f"{dtype}[{n}, 8]")
+    s = tb.matmul(q, tb.transpose(kt, perm=[1, 0]))
+    o = tb.matmul(softmax(s), f.param("v", f"{dtype}[{n}, {dv}]"))
+    f.ret(tb.matmul(o, f.param("w", f"{dtype}[{dv}, {width}]")))
+    return fuse_everything(f.finish())
+
+
+THIRD: dict[str, Callable[[], Func]] = {
+    "several blocks, a partial panel": lambda: projected(2 * MC + 17, 70, 64, NR + 9),
+    "W wide enough to pack O": lambda: projected(MC + 1, 20, 24, 5 * NR + 3),
+    "f64": lambda: projected(37, 29, 11, 13, "f64"),
+}
+
+
+@pytest.mark.parametrize("case", list(THIRD))
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+def test_the_output_projection_runs_inside_too(case: str, threads: int,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """(P V) W: two kernels fewer than with both products apart, the same bits as that, and
+    within the reference's rounding bound."""
+    func = THIRD[case]()
+    cf = compile_func(func, threads=threads)
+    (k,) = _chained(cf)
+    assert k.then is not None and k.then.then is not None
+    xs = _inputs(func, len(case))
+    got = cf(*xs)
+    with monkeypatch.context() as mp:
+        mp.setattr(lowering, "fuse_row_products", lambda plan: None)
+        apart = compile_func(THIRD[case](), threads=threads)
+        assert len(apart.steps) == len(cf.steps) + 2 and not _chained(apart)
+        want = apart(*xs)
+    assert_same(got[0], want[0], case)
+    assert_close_to_reference(list(got), func, xs, case)
+
+
+def test_what_takes_no_third_product() -> None:
+    """O also returned, a bias on the projection, and heads (a block of O's rows holds one
+    head's columns): the projection stays a kernel of its own."""
+    f, s = scores([], 9, 8, 12)
+    o = tb.matmul(softmax(s), f.param("v", "f32[12, 5]"))
+    f.ret(tb.matmul(o, f.param("w", "f32[5, 7]")))
+    f.ret(o)
+    bias, s2 = scores([], 9, 8, 12)
+    o2 = tb.matmul(softmax(s2), bias.param("v", "f32[12, 5]"))
+    y = tb.matmul(o2, bias.param("w", "f32[5, 7]"))
+    bias.ret(tb.add(y, tb.broadcast(bias.param("b", "f32[7]"), shape=[9, 7], dims=[1])))
+    for func in (fuse_everything(f.finish()), fuse_everything(bias.finish()),
+                 multi_head(50, 4, 16, project=True)):
+        cf = compile_func(func)
+        (k,) = _chained(cf)
+        assert k.then is not None and k.then.then is None, func.name
+        assert any(isinstance(st.kernel, MatmulKernel) and st.kernel.post is None
+                   and st.kernel.then is None for st in cf.steps), func.name
 
 
 def test_what_is_not_chained() -> None:
@@ -188,8 +248,9 @@ def test_what_is_not_chained() -> None:
 
 def test_the_kernel_listing_shows_what_the_fused_kernel_computes(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """``--emit kernels`` lists the fused kernel's ops, the softmax's and P V's, and the cost
-    model's estimate of both: the sum of the two kernels' estimates when apart."""
+    """``--emit kernels`` lists the fused kernel's ops, the softmax's, P V's and the output
+    projection's, and the cost model's estimate of all: the sum of the three kernels'
+    estimates when apart."""
     func = _example()
     fused = [i for i in kernel_infos(func, RooflineCost()) if "exp" in i.ops]
     with monkeypatch.context() as mp:
@@ -197,8 +258,10 @@ def test_the_kernel_listing_shows_what_the_fused_kernel_computes(
         apart = kernel_infos(func, RooflineCost())
     (att,) = fused
     assert att.ops[0] == "load_matmul" and att.ops[-1] == "matmul" and "reduce_sum" in att.ops
-    assert "then times" in att.text
+    assert att.ops[-2:] == ["matmul", "matmul"] and att.text.count("then times") == 2
     softmax_k = next(i for i in apart if "exp" in i.ops)
     pv = next(i for i in apart if i.ops == ["matmul"] and " k=s0 n=64" in i.text)  # P V
-    assert softmax_k.estimated_us is not None and pv.estimated_us is not None
-    assert att.estimated_us == pytest.approx(softmax_k.estimated_us + pv.estimated_us)
+    proj = next(i for i in apart if i.ops == ["matmul"] and " k=64 n=128" in i.text)  # O W
+    parts = [softmax_k.estimated_us, pv.estimated_us, proj.estimated_us]
+    assert None not in parts and len(apart) == 6  # and the three projections of x
+    assert att.estimated_us == pytest.approx(sum(p for p in parts if p is not None))

@@ -14,6 +14,11 @@ The second product may read V through a strided layout (heads split out of a pro
 write through one (heads merged back, strides.py); its epilogue loads nothing; its N is static
 (the scratch is sized by it); its rows and batches are the first's. Steps between the two (V's
 projection) keep their place: the fused step runs where the second product did.
+
+A third product of the second's rows (a single head's output projection, O W) runs inside the
+same way (``then.then``): the second product then writes each block's rows of O to the
+scratch, and the third multiplies them by W (packed once per chunk). Only without a batch:
+with heads, a block of O's rows holds one head's columns, and the projection needs all.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from tcp_rules.codegen.plan import Plan, Step
 
 
 def fuse_row_products(plan: Plan) -> None:
-    """Fuse each qualifying second product into the matmul and row pass before it."""
+    """Fuse each qualifying second product into the matmul and row pass before it, and a
+    qualifying third product (an output projection) into that."""
     i = 0
     while i < len(plan.steps):
         m = plan.steps[i]
@@ -36,13 +42,15 @@ def fuse_row_products(plan: Plan) -> None:
             prod = plan.root(m.buffers[-1])
             j = next((j for j in range(i + 1, len(plan.steps)) if any(
                 plan.root(b) == prod for b in plan.steps[j].buffers)), None)
-            fused = None if j is None else _fuse(plan, m, plan.steps[j], plan.steps[i + 1:j])
+            if j is not None:
+                fuse = _fuse if m.kernel.then is None else _fuse_third
+                fused = fuse(plan, m, plan.steps[j], plan.steps[i + 1:j])
         if fused is None:
             i += 1
             continue
         assert j is not None
         plan.steps[j] = fused
-        del plan.steps[i]
+        del plan.steps[i]  # (the fused step, now at j - 1, may take a third product)
 
 
 def _fuse(plan: Plan, m: Step, r: Step, between: list[Step]) -> Step | None:
@@ -99,6 +107,55 @@ def _fuse(plan: Plan, m: Step, r: Step, between: list[Step]) -> Step | None:
     kernel = replace(mk, name=rk.name, buffers=(*kbufs, Buffer(
         "out", out_buf.dtype, _renamed(out_buf, ren))), then=then,
         then_b=bufs.index(r.buffers[1]), then_batch=(v_batch, out_batch))
+    return m.fused(r, kernel, (*bufs, r.buffers[-1]))
+
+
+def _fuse_third(plan: Plan, m: Step, r: Step, between: list[Step]) -> Step | None:
+    """The second product's output O times a B, where that product is O's only reader and takes
+    it as its A (single-head attention's output projection): the second product's rows then go
+    to the scratch too, and the third product (``then.then``) multiplies them. Unbatched only:
+    with heads, a block's rows of O hold one head's columns, and the projection needs all."""
+    mk, rk = m.kernel, r.kernel
+    assert isinstance(mk, MatmulKernel)
+    t = mk.then
+    if (t is None or t.then is not None or mk.batched or t.c_at is not None
+            or not isinstance(rk, MatmulKernel) or rk.post is not None or rk.then is not None
+            or rk.batched or rk.a_at is not None or rk.b_at is not None or rk.c_at is not None
+            or len(rk.buffers) != 3 or not isinstance(rk.n, int)
+            or rk.buffers[0].dtype is not t.output.dtype):
+        return None
+    prod = plan.root(m.buffers[-1])
+    if (plan.buffers[prod].kind != "temp" or prod in map(plan.root, plan.results)
+            or plan.root(r.buffers[0]) != prod or plan.root(r.buffers[1]) == prod
+            or not plan.only_readers(prod, m, r)):
+        return None
+    reads = {plan.root(b) for b in m.buffers[:-1]}
+    if any(plan.root(s.buffers[-1]) in reads for s in between):
+        return None
+    if any(d not in m.sizes for d in r.sizes):
+        return None
+    names = dict(zip(rk.sizes, (mk.sizes[m.sizes.index(d)] for d in r.sizes), strict=True))
+
+    def ren(s: Size) -> Size:
+        return names.get(s, s) if isinstance(s, str) else s
+    # O's rows and columns are the second product's
+    if ren(rk.m) != t.m or ren(rk.k) != t.n:
+        return None
+    w_buf, out_buf = rk.buffers[1], rk.output
+    third = MatmulKernel(
+        rk.name + "_rows", (
+            Buffer("a", rk.buffers[0].dtype, (t.m, t.n)),
+            Buffer("b", w_buf.dtype, _renamed(w_buf, ren)),
+            Buffer("out", out_buf.dtype, _renamed(out_buf, ren))),
+        mk.sizes, False, t.m, t.n, rk.n, rk.epilogue, rk.b_t)
+    bufs, kbufs = list(m.buffers[:-1]), list(mk.buffers[:-1])
+    if r.buffers[1] not in bufs:
+        bufs.append(r.buffers[1])
+        kbufs.append(Buffer(f"in{len(kbufs)}", w_buf.dtype, _renamed(w_buf, ren)))
+    # the third product's B is the fused kernel's buffer then.then_b
+    second = replace(t, then=third, then_b=bufs.index(r.buffers[1]), then_batch=((), ()))
+    kernel = replace(mk, name=rk.name, buffers=(*kbufs, Buffer(
+        "out", out_buf.dtype, _renamed(out_buf, ren))), then=second)
     return m.fused(r, kernel, (*bufs, r.buffers[-1]))
 
 

@@ -280,7 +280,9 @@ class MatmulKernel:
     # once the row pass has written them to the scratch: one batch's product (unbatched, our
     # size parameters) with the rows as its A, our buffer ``then_b`` as its B and our output as
     # its output. then_batch: for that B and the output, the (size, stride) sub-axes giving
-    # where a batch's part starts.
+    # where a batch's part starts. That product may have a ``then`` of its own (a third
+    # product of its rows, unbatched only): its then_b is then a buffer of the outermost
+    # kernel, whose output the third product writes.
     then: MatmulKernel | None = None
     then_b: int = 1
     then_batch: tuple[tuple[tuple[int, int], ...], ...] = ()

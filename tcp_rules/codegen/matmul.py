@@ -31,7 +31,9 @@ heads split out of a projection), and a row kernel may run on each finished bloc
 (``MatmulKernel.post``, rowpass.py): the block's product then goes to the worker's scratch,
 after its block of A, and the row kernel writes the output; or writes the scratch again, for a
 second product to multiply those rows (``MatmulKernel.then``, chain.py: attention's P V, this
-module's functions for one batch, called per block, its B packed into the scratch per batch).
+module's functions for one batch, called per block, its B packed into the scratch per batch),
+whose rows a third product may multiply in turn (``then.then``: a single head's output
+projection; the second's rows then go to the scratch too).
 
 Symbols: ``<sym>_pack(b, packed, sizes, lo, hi)`` packs panels [lo, hi) (packing.py);
 ``<sym>(a, b, ..., out, packed, a_scratch, sizes, lo, hi)`` computes rows [lo, hi). Both count
@@ -42,6 +44,8 @@ layout are in tiling.py.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import llvmlite.ir as ir
 
@@ -106,10 +110,12 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
         a_bytes = b.mul(kk, f.c64(MC * dt.itemsize)) if packs_a(k) else f.c64(1)
         rows_at = e.gep(ir.IntType(8), apack, lines(a_bytes))
     t = k.then
+    u = t.then if t is not None else None  # a third product, of t's rows (chain.py)
     if t is not None:  # then the row pass's rows, t's scratch, t's B packed (worker_scratch)
         assert rows_at is not None and isinstance(t.n, int)
-        t_fn = _emit_compute(module, t, name + ".then")
-        t_pack = emit_pack(module, t, name + ".then_pack")
+        t_plain = replace(t, then=None)  # (its own rows are handed to u below)
+        t_fn = _emit_compute(module, t_plain, name + ".then")
+        t_pack = emit_pack(module, t_plain, name + ".then_pack")
         t_fn.linkage = t_pack.linkage = "internal"
         t_el = mem_type(t.buffers[0].dtype)
         t_nr = tile_shape(t.buffers[0].dtype)[1]
@@ -118,6 +124,20 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
         t_rows = b.mul(n, f.c64(MC * t.buffers[0].dtype.itemsize))  # P's, and t's packed A
         t_scratch = e.gep(ir.IntType(8), p_at, lines(t_rows))
         t_packed = e.gep(ir.IntType(8), t_scratch, lines(t_rows if packs_a(t) else f.c64(1)))
+    if u is not None:  # then t's rows, u's scratch, u's B packed (tiling.chained_scratch)
+        assert t is not None and isinstance(t.n, int) and isinstance(u.n, int)
+        u_fn = _emit_compute(module, u, name + ".then.then")
+        u_pack = emit_pack(module, u, name + ".then.then_pack")
+        u_fn.linkage = u_pack.linkage = "internal"
+        u_el = mem_type(u.buffers[0].dtype)
+        u_item = u.buffers[0].dtype.itemsize
+        u_npan = -(-u.n // tile_shape(u.buffers[0].dtype)[1])
+        t_item = t.buffers[0].dtype.itemsize
+        t_panels = b.mul(b.add(b.mul(n, f.c64(t_npan * t_nr)), f.c64(t_npan)), f.c64(t_item))
+        o_at = e.gep(ir.IntType(8), t_packed, lines(t_panels))
+        u_rows = MC * t.n * u_item  # t's rows, and u's packed A
+        u_scratch = e.gep(ir.IntType(8), o_at, lines(f.c64(u_rows)))
+        u_packed = e.gep(ir.IntType(8), u_scratch, lines(f.c64(u_rows if packs_a(u) else 1)))
     lane_ids = ir.Constant(ir.VectorType(I64, vf), list(range(vf)))
     is_float = dt.is_float
     direct = not packs_a(k)
@@ -349,9 +369,16 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
                 ty = mem_type(k.buffers[i].dtype)
                 ptrs.append(e.gep(ty, bufs[i], batch_offset(f, bi, Strided(subs, 0), bi)))
         b.call(post_fn, [*ptrs, sizes, ic, ic_end])
-        if t is not None:  # t's rows [ic, ic_end) of this batch, A the rows just written
+        if t is not None and u is None:  # t's rows [ic, ic_end) of this batch, A the rows
             b.call(t_fn, [ptrs[-1], then_ptr(bi, k.then_b, 0), then_ptr(bi, len(bufs) - 1, 1),
                           t_packed, t_scratch, sizes, ic, ic_end])
+        elif t is not None and u is not None:  # t's rows to the scratch, then u's of them
+            assert isinstance(t.n, int)
+            o_rows = e.gep(u_el, o_at, b.sub(f.c64(0), b.mul(ic, f.c64(t.n))))
+            b.call(t_fn, [ptrs[-1], then_ptr(bi, k.then_b, 0), o_rows, t_packed, t_scratch,
+                          sizes, ic, ic_end])
+            b.call(u_fn, [o_rows, bufs[t.then_b], bufs[-1], u_packed, u_scratch, sizes, ic,
+                          ic_end])
 
     def then_ptr(bi: ir.Value, i: int, at: int) -> ir.Value:
         """Where batch ``bi``'s part of our buffer ``i`` starts, for the second product."""
@@ -390,6 +417,8 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
         if t is not None:  # this batch's B of the second product, packed once per worker
             b.call(t_pack, [then_ptr(bi, k.then_b, 0), t_packed, sizes, f.c64(0),
                             f.c64(t_npan)])
+        if t is not None and u is not None:  # and the third's (chain.py: unbatched only)
+            b.call(u_pack, [bufs[t.then_b], u_packed, sizes, f.c64(0), f.c64(u_npan)])
         f.loop(r0, r1, MC, per_block, "ic")
 
     def per_group(g: ir.Value, glo: ir.Value, ghi: ir.Value) -> None:

@@ -162,8 +162,12 @@ def instantiate(plan: Plan, env: Mapping[str, int]) -> Instance:
             batch = dom[0] if st.kernel.batched else 1
             mm = (batch, _size(st.kernel.m, sizes), k, _size(st.kernel.n, sizes))
             work *= max(k, 1)
-            if st.kernel.then is not None:  # and the second product's multiply-adds
-                work += work // max(k, 1) * _size(st.kernel.then.n, sizes)
+            t = st.kernel.then
+            if t is not None:  # and the second product's multiply-adds (and a third's)
+                rows = work // max(k, 1) // max(mm[3], 1)  # batch * m
+                work += rows * mm[3] * _size(t.n, sizes)
+                if t.then is not None:
+                    work += rows * _size(t.n, sizes) * _size(t.then.n, sizes)
             extent = mm[1]
         else:
             work *= _reduce_work(st.kernel.value, sizes)
@@ -260,12 +264,17 @@ def _check_matmul(k: MatmulKernel, shapes: list[tuple[int, ...]], sizes: Mapping
     if k.then is not None:  # each batch's part of the second product's B and output inside
         t = k.then
         tn = _size(t.n, sizes)
-        for i, at, rows, subs in ((k.then_b, t.b_at, (tn, n) if t.b_t else (n, tn),
-                                   k.then_batch[0]),
-                                  (len(shapes) - 1, t.c_at, (m, tn), k.then_batch[1])):
+        parts = [(k.then_b, t.b_at, (tn, n) if t.b_t else (n, tn), k.then_batch[0])]
+        if t.then is None:
+            parts.append((len(shapes) - 1, t.c_at, (m, tn), k.then_batch[1]))
+        else:  # a third product's B and output (unbatched: chain.py)
+            un = _size(t.then.n, sizes)
+            parts += [(t.then_b, None, (un, tn) if t.then.b_t else (tn, un), ()),
+                      (len(shapes) - 1, None, (m, un), ())]
+        for i, at, rows, subs in parts:
             span = at.span(*rows) if at is not None else rows[0] * rows[1]
             if sum((s - 1) * st for s, st in subs) + span > int(np.prod(shapes[i])):
-                raise fail(f"the second product reaches beyond {k.buffers[i].name}'s end")
+                raise fail(f"a chained product reaches beyond {k.buffers[i].name}'s end")
     if k.post is not None:  # each batch's part of its buffers inside ours, its loads inside
         slabs = [tuple(_size(s, sizes) for s in buf.shape) for buf in k.post.buffers]
         for i, slab, subs in zip((*k.post_bufs, len(shapes) - 1), slabs, k.post_batch,

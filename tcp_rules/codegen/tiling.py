@@ -69,20 +69,27 @@ def worker_scratch(k: MatmulKernel, kk: int, n: int, target: jit.Target | None =
     block of product rows starts (MatmulKernel.post): first a packed block of A (a token size
     where tiles read A in place), then MC rows of the product, each on a cache line. With a
     second product (MatmulKernel.then) then the row pass's MC rows, the second product's own
-    scratch and its B packed (one batch's; matmul.py lays these out the same way)."""
+    scratch and its B packed (one batch's; matmul.py lays these out the same way), and as much
+    again for a third product (its ``then``) of the second's rows."""
     a = _lines(max(1, MC * kk if packs_a(k, target) else 1) * k.buffers[0].dtype.itemsize)
     if k.post is None:
         return a, a
     rows = a + _lines(MC * n * product_dtype(k).itemsize)
     if k.then is None:
         return rows, a
-    t = k.then
-    assert isinstance(t.n, int)  # chain.py fuses only a second product of static N
+    return rows + chained_scratch(k.then, n, target), a
+
+
+def chained_scratch(t: MatmulKernel, kk: int, target: jit.Target | None = None) -> int:
+    """Bytes of a worker's scratch for a chained product ``t`` of ``kk``-wide rows: MC of those
+    rows, ``t``'s own scratch, its B packed, then the same for its own ``then``."""
+    assert isinstance(t.n, int)  # chain.py fuses only products of static N
     _, nr, _ = tile_shape(t.buffers[0].dtype, target)
     item = t.buffers[0].dtype.itemsize
     npan = -(-t.n // nr)
-    return rows + _lines(MC * n * item) + worker_scratch(t, n, t.n, target)[0] + _lines(
-        (npan * n * nr + npan) * item), a
+    own = _lines(MC * kk * item) + worker_scratch(t, kk, t.n, target)[0] + _lines(
+        (npan * kk * nr + npan) * item)
+    return own + (chained_scratch(t.then, t.n, target) if t.then is not None else 0)
 
 
 def product_dtype(k: MatmulKernel) -> DType:
