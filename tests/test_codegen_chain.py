@@ -112,19 +112,27 @@ def test_p_v_runs_inside_the_softmax_kernel(case: str, threads: int,
     """One kernel fewer than with P V apart, the same bits as that (the same microkernel on
     the same rows of P, from the scratch instead of memory), at any thread count, and within
     the reference's rounding bound."""
-    func = CASES[case]()
+    (k,) = _against_apart(case, CASES[case], threads, 1, monkeypatch)
+    assert k.then is not None and k.then.then is None
+
+
+def _against_apart(case: str, make: Callable[[], Func], threads: int, fewer: int,
+                   monkeypatch: pytest.MonkeyPatch) -> list[MatmulKernel]:
+    """Compile ``make()`` with its products chained and apart: ``fewer`` kernels, the same
+    bits, within the reference's bound; the chained kernels."""
+    func = make()
     cf = compile_func(func, threads=threads)
-    assert len(_chained(cf)) == 1
     xs = _inputs(func, len(case))
     got = cf(*xs)
     with monkeypatch.context() as mp:
         mp.setattr(lowering, "fuse_row_products", lambda plan: None)
-        apart = compile_func(CASES[case](), threads=threads)
-        assert len(apart.steps) == len(cf.steps) + 1 and not _chained(apart)
+        apart = compile_func(make(), threads=threads)
+        assert len(apart.steps) == len(cf.steps) + fewer and not _chained(apart)
         want = apart(*xs)
     for g, w in zip(got, want, strict=True):
         assert_same(g, w, case)
     assert_close_to_reference(list(got), func, xs, case)
+    return _chained(cf)
 
 
 def test_strided_heads_are_read_and_written_in_place() -> None:
@@ -190,19 +198,8 @@ def test_the_output_projection_runs_inside_too(case: str, threads: int,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """(P V) W: two kernels fewer than with both products apart, the same bits as that, and
     within the reference's rounding bound."""
-    func = THIRD[case]()
-    cf = compile_func(func, threads=threads)
-    (k,) = _chained(cf)
+    (k,) = _against_apart(case, THIRD[case], threads, 2, monkeypatch)
     assert k.then is not None and k.then.then is not None
-    xs = _inputs(func, len(case))
-    got = cf(*xs)
-    with monkeypatch.context() as mp:
-        mp.setattr(lowering, "fuse_row_products", lambda plan: None)
-        apart = compile_func(THIRD[case](), threads=threads)
-        assert len(apart.steps) == len(cf.steps) + 2 and not _chained(apart)
-        want = apart(*xs)
-    assert_same(got[0], want[0], case)
-    assert_close_to_reference(list(got), func, xs, case)
 
 
 def test_what_takes_no_third_product() -> None:

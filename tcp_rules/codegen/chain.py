@@ -53,19 +53,18 @@ def fuse_row_products(plan: Plan) -> None:
         del plan.steps[i]  # (the fused step, now at j - 1, may take a third product)
 
 
-def _fuse(plan: Plan, m: Step, r: Step, between: list[Step]) -> Step | None:
+def _reader(plan: Plan, m: Step, r: Step, between: list[Step]
+            ) -> Callable[[Size], Size] | None:
+    """Whether ``r`` may run inside ``m``: ``m``'s output is a temporary only ``r`` reads, as
+    its A and not as its B, none of the steps between writes what ``m`` reads (they keep their
+    place, and the fused step runs where ``r`` did), and ``r``'s sizes are ``m``'s. Then the
+    renaming of ``r``'s size parameters to ``m``'s."""
     mk, rk = m.kernel, r.kernel
-    if (not isinstance(mk, MatmulKernel) or mk.post is None or mk.then is not None
-            or not isinstance(rk, MatmulKernel) or rk.post is not None or rk.then is not None
-            or rk.a_at is not None or len(rk.buffers) != 3 or not isinstance(rk.n, int)
-            or rk.batched != mk.batched or rk.buffers[0].dtype is not mk.output.dtype):
-        return None
     prod = plan.root(m.buffers[-1])
     if (plan.buffers[prod].kind != "temp" or prod in map(plan.root, plan.results)
             or plan.root(r.buffers[0]) != prod or plan.root(r.buffers[1]) == prod
             or not plan.only_readers(prod, m, r)):
         return None
-    # the steps between keep their place, so none of them may write what the first one reads
     reads = {plan.root(b) for b in m.buffers[:-1]}
     if any(plan.root(s.buffers[-1]) in reads for s in between):
         return None
@@ -75,6 +74,19 @@ def _fuse(plan: Plan, m: Step, r: Step, between: list[Step]) -> Step | None:
 
     def ren(s: Size) -> Size:
         return names.get(s, s) if isinstance(s, str) else s
+    return ren
+
+
+def _fuse(plan: Plan, m: Step, r: Step, between: list[Step]) -> Step | None:
+    mk, rk = m.kernel, r.kernel
+    if (not isinstance(mk, MatmulKernel) or mk.post is None or mk.then is not None
+            or not isinstance(rk, MatmulKernel) or rk.post is not None or rk.then is not None
+            or rk.a_at is not None or len(rk.buffers) != 3 or not isinstance(rk.n, int)
+            or rk.batched != mk.batched or rk.buffers[0].dtype is not mk.output.dtype):
+        return None
+    ren = _reader(plan, m, r, between)
+    if ren is None:
+        return None
     # P is the row pass's output, [batch,] rows, columns as it lies; the second product reads
     # it as its A, so their rows, columns and batches must be the same
     tm, tk, tn = ren(rk.m), ren(rk.k), rk.n
@@ -124,20 +136,9 @@ def _fuse_third(plan: Plan, m: Step, r: Step, between: list[Step]) -> Step | Non
             or len(rk.buffers) != 3 or not isinstance(rk.n, int)
             or rk.buffers[0].dtype is not t.output.dtype):
         return None
-    prod = plan.root(m.buffers[-1])
-    if (plan.buffers[prod].kind != "temp" or prod in map(plan.root, plan.results)
-            or plan.root(r.buffers[0]) != prod or plan.root(r.buffers[1]) == prod
-            or not plan.only_readers(prod, m, r)):
+    ren = _reader(plan, m, r, between)
+    if ren is None:
         return None
-    reads = {plan.root(b) for b in m.buffers[:-1]}
-    if any(plan.root(s.buffers[-1]) in reads for s in between):
-        return None
-    if any(d not in m.sizes for d in r.sizes):
-        return None
-    names = dict(zip(rk.sizes, (mk.sizes[m.sizes.index(d)] for d in r.sizes), strict=True))
-
-    def ren(s: Size) -> Size:
-        return names.get(s, s) if isinstance(s, str) else s
     # O's rows and columns are the second product's
     if ren(rk.m) != t.m or ren(rk.k) != t.n:
         return None
