@@ -46,7 +46,7 @@ import onnx
 from tcp_rules.diagnostics import TcpError
 from tcp_rules.frontends import Imported
 from tcp_rules.ir import Func
-from tcp_rules.programstore import ProgramStore, same_signature, save_programs
+from tcp_rules.programstore import ProgramStore, optimized, save_programs
 from tcp_rules.rules.model import Rule
 
 if TYPE_CHECKING:  # the optimizer (egglog) loads only where the suite optimizes (--programs)
@@ -222,11 +222,11 @@ def _timed_call(cf: Any, inputs: Sequence[np.ndarray], hosts: list[float]) -> No
 
 
 def measure(g: Graph, rules: Sequence[Rule], repeats: int, threads: int = 1,
-            store: ProgramStore | None = None, optimized: dict[str, Any] | None = None
+            store: ProgramStore | None = None, to_save: dict[str, Any] | None = None
             ) -> dict[str, Any]:
     """One row of the suite: import, optimize both ways (or take both programs from
     ``store``), compile, time and compare ``g``; the optimized programs and the optimizer's
-    stats go into ``optimized`` by graph name (for --save-programs)."""
+    stats go into ``to_save`` by graph name (for --save-programs)."""
     from tcp_rules.codegen.runtime import compile_func
 
     row: dict[str, Any] = {"graph": g.name, "source": g.source, "skipped": g.skipped}
@@ -241,16 +241,14 @@ def measure(g: Graph, rules: Sequence[Rule], repeats: int, threads: int = 1,
     assert g.model is not None  # (prepare imported it)
     funcs = {"unoptimized": func}
     for variant in VARIANTS:
-        if store is None:
+        def run(variant: str = variant) -> tuple[Func, dict[str, Any]]:
             from tcp_rules.optimize import optimize
 
             result = optimize(func, rules, OPTIONS[variant]())
-            row[variant], funcs[variant] = optimizer_stats(result), result.func
-        else:
-            funcs[variant], row[variant], path = store.program(g.name, g.model, variant)
-            same_signature(func, funcs[variant], path)
-    if optimized is not None:
-        optimized[g.name] = (g.model, {v: (funcs[v], dict(row[v])) for v in VARIANTS})
+            return result.func, optimizer_stats(result)
+        funcs[variant], row[variant] = optimized(store, g.name, g.model, func, variant, run)
+    if to_save is not None:
+        to_save[g.name] = (g.model, {v: (funcs[v], dict(row[v])) for v in VARIANTS})
     runs: dict[str, Callable[[], object]] = {}
     outputs: dict[str, tuple[np.ndarray, ...]] = {}
     hosts: dict[str, list[float]] = {}
@@ -304,16 +302,15 @@ def models_suite(as_json: bool = False, repeats: int = 7, threads: int = 1, *,
         rules = list(load_standard_library().rules)
     chosen = [g for g in graphs(small) if names is None or g.name in names]
     rows = []
-    optimized: dict[str, Any] = {}
+    to_save: dict[str, Any] | None = {} if save_to is not None else None
     for g in chosen:
         print(f"tcpr bench --suite models: {g.name} ...", file=sys.stderr, flush=True)
-        rows.append(measure(g, rules, repeats, threads, store, optimized))
-    if save_to is not None:
-        save_programs(save_to, "models", sizes, optimized)
+        rows.append(measure(g, rules, repeats, threads, store, to_save))
+    if save_to is not None and to_save is not None:
+        save_programs(save_to, "models", sizes, to_save)
     report = {"schema": SCHEMA, "repeats": repeats, "threads": threads,
               "cpu": jit.target().cpu, "tolerance": TOLERANCE,
-              "programs": None if store is None else
-              {"dir": str(store.where), "saved_by": store.saved_by}, "graphs": rows}
+              "programs": store and store.origin(), "graphs": rows}
     return json.dumps(report, indent=2) if as_json else render(report)
 
 

@@ -64,7 +64,7 @@ from tcp_rules.diagnostics import Source, TcpError
 from tcp_rules.ir import Func
 from tcp_rules.peerengines import NUMPY, PEERS, Runner, installed, runner
 from tcp_rules.peerworkloads import NAMES, Workload, workloads
-from tcp_rules.programstore import ProgramStore, same_signature, save_programs
+from tcp_rules.programstore import ProgramStore, optimized, save_programs
 
 if TYPE_CHECKING:
     from tcp_rules.codegen.bench import Stream
@@ -113,18 +113,16 @@ def prepare(w: Workload, rules: Sequence[Any], store: ProgramStore | None = None
     onnx_name = {t: s for s, t in imported.aliases.items()}
     params = [onnx_name.get(p.param, p.param) for p in func.params]
     info["ops"] = len(func.ops())
-    if store is None:
+
+    def run() -> tuple[Func, dict[str, Any]]:
         from tcp_rules.optimize import OptOptions, optimize
 
         result = optimize(func, rules, OptOptions())
         r = result.report
-        optimized = result.func
-        info["optimizer"] = {"seconds": round(r.seconds, 3), "stop_reason": r.stop_reason,
+        return result.func, {"seconds": round(r.seconds, 3), "stop_reason": r.stop_reason,
                              "error": r.error}
-    else:
-        optimized, info["optimizer"], path = store.program(w.name, w.model, VARIANT)
-        same_signature(func, optimized, path)
-    prep = Prepared(w, info, optimized, params)
+    program, info["optimizer"] = optimized(store, w.name, w.model, func, VARIANT, run)
+    prep = Prepared(w, info, program, params)
     _reference(prep, func, [w.arrays[n] for n in params])
     return prep
 
@@ -394,7 +392,7 @@ def peers_report(threads: Sequence[int] = (1,), repeats: int = 7, *, quick: bool
     else:
         rules = []
     infos, manifest = [], []
-    optimized: dict[str, Any] = {}
+    to_save: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="tcpr-peers-") as tmp:
         for i, w in enumerate(workloads(quick, names=chosen)):
             print(f"tcpr bench --suite peers: preparing {w.name} ...", file=sys.stderr,
@@ -403,11 +401,11 @@ def peers_report(threads: Sequence[int] = (1,), repeats: int = 7, *, quick: bool
             p = prepare(w, rules, store)
             infos.append(p.info)
             manifest.append(save(p, i, Path(tmp)))
-            if p.func is not None:
-                optimized[w.name] = (w.model, {VARIANT: (p.func, p.info["optimizer"])})
+            if save_to is not None and p.func is not None:
+                to_save[w.name] = (w.model, {VARIANT: (p.func, p.info["optimizer"])})
             del p
         if save_to is not None:
-            save_programs(save_to, "peers", sizes, optimized)
+            save_programs(save_to, "peers", sizes, to_save)
         (Path(tmp) / "manifest.json").write_text(json.dumps(manifest))
         runs = [_isolated_run(Path(tmp), t, repeats, quick, chosen, peers) if isolate else
                 measure_run(load(Path(tmp), quick, chosen), t, repeats, peers)
@@ -415,8 +413,7 @@ def peers_report(threads: Sequence[int] = (1,), repeats: int = 7, *, quick: bool
     return {"schema": SCHEMA, "suite": "peers", "repeats": repeats, "quick": quick,
             "cpu": jit.target().cpu, "cpus": len(os.sched_getaffinity(0)),
             "versions": {TCPR: __version__, **{e: versions[e] for e in PEERS}},
-            "tolerance": TOLERANCE, "programs": None if store is None else
-            {"dir": str(store.where), "saved_by": store.saved_by},
+            "tolerance": TOLERANCE, "programs": store and store.origin(),
             "workloads": infos, "runs": runs}
 
 

@@ -23,7 +23,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -151,10 +151,23 @@ class ProgramStore:
         return funcs[0], optimizer if isinstance(optimizer, dict) else {}, path
 
 
-def same_signature(imported: Func, loaded: Func, where: Path) -> None:
-    """A program taken from a store must take and give what the imported graph does."""
+    def origin(self) -> dict[str, str]:
+        """Where the programs came from, as a suite's report says it."""
+        return {"dir": str(self.where), "saved_by": self.saved_by}
+
+
+def optimized(store: ProgramStore | None, name: str, model: onnx.ModelProto, imported: Func,
+              variant: str, optimize: Callable[[], tuple[Func, dict[str, Any]]]
+              ) -> tuple[Func, dict[str, Any]]:
+    """Graph ``name``'s ``variant`` program and the optimizer's stats: from ``store`` where
+    there is one (it must take and give what the ``imported`` graph does), else ``optimize()``.
+    """
+    if store is None:
+        return optimize()
+    func, stats, where = store.program(name, model, variant)
     want = ([p.type for p in imported.params], list(imported.result_types))
-    got = ([p.type for p in loaded.params], list(loaded.result_types))
+    got = ([p.type for p in func.params], list(func.result_types))
     if want != got:
         raise TcpError.at(f"{where}: the program's parameters or results differ from the "
                           "imported graph's", hint="save the programs again with this version")
+    return func, stats
