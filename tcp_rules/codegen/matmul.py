@@ -118,10 +118,11 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
         t_pack = emit_pack(module, t_plain, name + ".then_pack")
         t_fn.linkage = t_pack.linkage = "internal"
         t_el = mem_type(t.buffers[0].dtype)
+        t_item = t.buffers[0].dtype.itemsize
         t_nr = tile_shape(t.buffers[0].dtype)[1]
         t_npan = -(-t.n // t_nr)
         p_at = e.gep(ir.IntType(8), rows_at, lines(b.mul(n, f.c64(MC * out_dt.itemsize))))
-        t_rows = b.mul(n, f.c64(MC * t.buffers[0].dtype.itemsize))  # P's, and t's packed A
+        t_rows = b.mul(n, f.c64(MC * t_item))  # P's, and t's packed A
         t_scratch = e.gep(ir.IntType(8), p_at, lines(t_rows))
         t_packed = e.gep(ir.IntType(8), t_scratch, lines(t_rows if packs_a(t) else f.c64(1)))
     if u is not None:  # then t's rows, u's scratch, u's B packed (tiling.chained_scratch)
@@ -132,7 +133,6 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
         u_el = mem_type(u.buffers[0].dtype)
         u_item = u.buffers[0].dtype.itemsize
         u_npan = -(-u.n // tile_shape(u.buffers[0].dtype)[1])
-        t_item = t.buffers[0].dtype.itemsize
         t_panels = b.mul(b.add(b.mul(n, f.c64(t_npan * t_nr)), f.c64(t_npan)), f.c64(t_item))
         o_at = e.gep(ir.IntType(8), t_packed, lines(t_panels))
         u_rows = MC * t.n * u_item  # t's rows, and u's packed A
