@@ -31,7 +31,7 @@ class KernelInfo:
     name: str
     ops: list[str]  # the program's ops it computes, operands first (load/kernel left out)
     reads: list[str]  # parameters by name, intermediate buffers as t<N>
-    writes: str  # the type it writes
+    writes: str  # the type it writes (types, where it writes several)
     estimated_us: float | None  # None: materialized by the code generator, not by the program
     text: str  # the loop nest (codegen/kernel.py's canonical text)
     measured_us: float | None = None
@@ -89,10 +89,11 @@ def kernel_infos(func: Func, model: CostModel, inputs: Sequence[np.ndarray] | No
         # the cost model's estimates of the values it computes (the fused steps' summed)
         ests = [costs[v] for v in st.values if v.sort is not Sort.BODY and v in costs]
         est = sum(ests) if ests else None
-        out = plan.buffers[st.buffers[-1]]
+        outs = [plan.buffers[i] for i in st.outputs]  # (several: sibling products)
         infos.append(KernelInfo(
-            st.kernel.name, _ops(st, own), [_buffer_name(plan, i) for i in st.buffers[:-1]],
-            f"{out.dtype}[{', '.join(map(str, out.dims))}]",
+            st.kernel.name, _ops(st, own),
+            [_buffer_name(plan, i) for i in st.buffers if i not in st.outputs],
+            ", ".join(f"{o.dtype}[{', '.join(map(str, o.dims))}]" for o in outs),
             None if est is None else est / 1e3, kernel_text(st.kernel)))
     if inputs is not None:
         from tcp_rules.codegen.runtime import CompiledFunc

@@ -93,7 +93,9 @@ def check_run(func: Func, env: Mapping[str, int], engine: str) -> None:
         from tcp_rules.codegen.runtime import plan_of  # llvmlite only for the compiled engine
 
         plan = plan_of(func)  # lowered once: run_compiled reuses it
-        made_by = {plan.root(st.buffers[-1]): st.value for st in plan.steps}
+        # (a step of sibling products writes several: the last of its values are theirs)
+        made_by = {plan.root(o): v for st in plan.steps
+                   for o, v in zip(st.outputs, st.values[-len(st.outputs):], strict=False)}
         used = {plan.root(i) for st in plan.steps for i in st.buffers}
         for i, b in enumerate(plan.buffers):
             # (a temporary no step uses, such as a product a row pass reads in its matmul's

@@ -21,7 +21,7 @@ from numerics import assert_close_to_reference
 
 import tcp_rules.codegen.lower as lowering
 from tcp_rules import build as tb
-from tcp_rules.codegen import compile_func
+from tcp_rules.codegen import compile_func, program
 from tcp_rules.codegen.kernel import MatmulKernel
 from tcp_rules.codegen.runtime import CompiledFunc
 from tcp_rules.codegen.tiling import MC, tile_shape
@@ -166,11 +166,14 @@ def _example() -> Func:
 @pytest.mark.parametrize("rows", [1, 50, 2 * MC + 5])
 def test_the_attention_example(rows: int) -> None:
     """The optimized example's S x S scores (symbolic sizes, no batch): Q K^T, softmax, P V
-    and the output projection are one kernel; with the three projections, four."""
+    and the output projection are one kernel; with the three projections (one kernel of
+    sibling products, siblings.py), two."""
     func = _example()
     cf = compile_func(func)
     (k,) = _chained(cf)
-    assert k.then is not None and k.then.then is not None and len(cf.steps) == 4
+    assert k.then is not None and k.then.then is not None and len(cf.steps) == 2
+    (qkv,) = [s.kernel for s in cf.steps if s.kernel is not k]
+    assert isinstance(qkv, MatmulKernel) and len(qkv.siblings) == 2
     xs = sized_inputs(func, rows)
     assert_close_to_reference(list(cf(*xs)), func, xs, f"S={rows}")
 
@@ -200,6 +203,29 @@ def test_the_output_projection_runs_inside_too(case: str, threads: int,
     within the reference's rounding bound."""
     (k,) = _against_apart(case, THIRD[case], threads, 2, monkeypatch)
     assert k.then is not None and k.then.then is not None
+
+
+@pytest.mark.parametrize("case", ["several blocks, a partial panel", "W wide enough to pack O"])
+@pytest.mark.parametrize("threads", [3, 8])
+def test_what_the_step_packs_splits_anywhere(case: str, threads: int,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The step packs K^T, then V for each batch, then W, once a call, its panels split over
+    the threads: with every kernel split as finely as it goes, chunks of panels start and end
+    inside each product's panels and across from one to the next, and the results are the
+    bits of the products apart."""
+    monkeypatch.setattr(program, "SPLIT_WORK", 1)
+    (k,) = _against_apart(case, THIRD[case], threads, 2, monkeypatch)
+    assert k.then is not None and k.then.then is not None
+    cf = compile_func(THIRD[case](), threads=threads)
+    lay = program.layout(cf.plan, cf.instance({}), cf.addrs, threads, cf.target)
+    at = int(lay.prog[3])
+    (rec,) = [lay.prog[at + program.STEP_WORDS * s:][:program.STEP_WORDS]
+              for s in range(lay.nsteps)]
+    assert isinstance(k.n, int)
+    head = -(-k.n // tile_shape(DType.F32)[1])  # K^T's panels
+    # the step's panels: K^T's, then V's and W's; its chunks cut them into more than three
+    assert rec[program.KIND] == program.MATMUL and rec[program.PANELS] > head
+    assert rec[program.PACK_CHUNKS] > 3
 
 
 def test_what_takes_no_third_product() -> None:
@@ -260,5 +286,5 @@ def test_the_kernel_listing_shows_what_the_fused_kernel_computes(
     pv = next(i for i in apart if i.ops == ["matmul"] and " k=s0 n=64" in i.text)  # P V
     proj = next(i for i in apart if i.ops == ["matmul"] and " k=64 n=128" in i.text)  # O W
     parts = [softmax_k.estimated_us, pv.estimated_us, proj.estimated_us]
-    assert None not in parts and len(apart) == 6  # and the three projections of x
+    assert None not in parts and len(apart) == 4  # and the projections of x (one kernel)
     assert att.estimated_us == pytest.approx(sum(p for p in parts if p is not None))

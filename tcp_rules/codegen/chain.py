@@ -5,10 +5,11 @@ rows while they sit in the worker's scratch; the probabilities P then went out t
 a second kernel multiplied them by V. Here that second matmul, where it is P's only reader and
 reads P as its A, runs inside the first kernel instead (``MatmulKernel.then``): the row pass
 writes each block's rows of P to the worker's scratch, and the second product multiplies
-those rows by their batch's V (packed into the scratch once per batch a worker meets) and
-writes its output rows. Q K^T, scale, mask, softmax and P V are then one loop nest over blocks
-of query rows, as in flash-attention, except that a block sees all the keys at once (the
-softmax's rows are whole, so no running rescaling is needed).
+those rows by their batch's V and writes its output rows. The step packs every batch's V
+once a call, with K^T (tiling.packed_b), not each worker the batches it meets. Q K^T, scale,
+mask, softmax and P V are then one loop nest over blocks of query rows, as in flash-attention,
+except that a block sees all the keys at once (the softmax's rows are whole, so no running
+rescaling is needed).
 
 The second product may read V through a strided layout (heads split out of a projection) and
 write through one (heads merged back, strides.py); its epilogue loads nothing; its N is static
@@ -17,7 +18,7 @@ projection) keep their place: the fused step runs where the second product did.
 
 A third product of the second's rows (a single head's output projection, O W) runs inside the
 same way (``then.then``): the second product then writes each block's rows of O to the
-scratch, and the third multiplies them by W (packed once per chunk). Only without a batch:
+scratch, and the third multiplies them by W (packed once a call, after V). Only without a batch:
 with heads, a block of O's rows holds one head's columns, and the projection needs all.
 """
 

@@ -286,10 +286,20 @@ class MatmulKernel:
     then: MatmulKernel | None = None
     then_b: int = 1
     then_batch: tuple[tuple[tuple[int, int], ...], ...] = ()
+    # Other products of the same A (siblings.py: attention's Q, K and V projections of one
+    # input), run on each block of A's rows after ours: unbatched, each with its own B,
+    # epilogue and output, and our sizes. The step's buffers are ours, then each one's but
+    # its A (which is our A).
+    siblings: tuple[MatmulKernel, ...] = ()
 
     @property
     def output(self) -> Buffer:
         return self.buffers[-1]
+
+    @property
+    def step_buffers(self) -> int:
+        """How many buffers the kernel's step passes: ours, then each sibling's but its A."""
+        return len(self.buffers) + sum(len(s.buffers) - 1 for s in self.siblings)
 
     @property
     def domain(self) -> tuple[Size, ...]:
@@ -429,4 +439,7 @@ def kernel_text(k: AnyKernel) -> str:
         if k.then is not None:
             then = kernel_text(k.then).rstrip("\n").replace("\n", "\n  ")
             lines.append(f"  then times b{k.then_b} at {list(k.then_batch)}: {then}")
+        for sib in k.siblings:
+            text = kernel_text(sib).rstrip("\n").replace("\n", "\n  ")
+            lines.append(f"  and with the same A: {text}")
     return "\n".join([head, *lines]) + "\n"

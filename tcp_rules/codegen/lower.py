@@ -43,6 +43,7 @@ from tcp_rules.codegen.kernel import (
 from tcp_rules.codegen.padding import pad_reader
 from tcp_rules.codegen.plan import Plan, PlanBuffer, Step
 from tcp_rules.codegen.rowpass import fuse_row_passes
+from tcp_rules.codegen.siblings import fuse_siblings
 from tcp_rules.codegen.strides import has_view, operand_layout, write_through_copies
 from tcp_rules.ir import Apply, Func, Value
 from tcp_rules.ops.fusion import broadcast_hoists
@@ -568,4 +569,5 @@ def lower_func(func: Func) -> Plan:
     write_through_copies(plan)
     fuse_row_passes(plan)
     fuse_row_products(plan)
+    fuse_siblings(plan)
     return plan

@@ -31,11 +31,14 @@ heads split out of a projection), and a row kernel may run on each finished bloc
 (``MatmulKernel.post``, rowpass.py): the block's product then goes to the worker's scratch,
 after its block of A, and the row kernel writes the output; or writes the scratch again, for a
 second product to multiply those rows (``MatmulKernel.then``, chain.py: attention's P V, this
-module's functions for one batch, called per block, its B packed into the scratch per batch),
+module's functions for one batch, called per block, its B packed by the step for each batch),
 whose rows a third product may multiply in turn (``then.then``: a single head's output
-projection; the second's rows then go to the scratch too).
+projection; the second's rows then go to the scratch too). Other products of the same A
+(``MatmulKernel.siblings``, siblings.py: attention's projections) take each block of A's rows
+after ours, each with its own B, epilogue and output.
 
-Symbols: ``<sym>_pack(b, packed, sizes, lo, hi)`` packs panels [lo, hi) (packing.py);
+Symbols: ``<sym>_pack(a, b, ..., out, packed, a_scratch, sizes, lo, hi)`` packs panels [lo, hi)
+of B, then of the chained products' B (packing.py, tiling.packed_b);
 ``<sym>(a, b, ..., out, packed, a_scratch, sizes, lo, hi)`` computes rows [lo, hi). Both count
 through the batches one after another (``batch * npan`` panels, ``batch * m`` rows in all), so
 that threads split a batched product by whole batches where there are enough (attention's
@@ -53,9 +56,27 @@ from tcp_rules.codegen.emit import KernelError, emit_kernel
 from tcp_rules.codegen.epilogue import Epilogue, f_min
 from tcp_rules.codegen.irbase import I32, I64, IR, PTR, VOID, mem_type
 from tcp_rules.codegen.kernel import MATMUL_DTYPES, POST_ROWS, MatmulKernel, Strided
-from tcp_rules.codegen.packing import Fn, batch_offset, bigger, bind_row, concat, emit_pack
+from tcp_rules.codegen.packing import (
+    Fn,
+    batch_offset,
+    batch_part,
+    bigger,
+    bind_row,
+    concat,
+    emit_pack_all,
+    packed_bytes,
+    products,
+)
 from tcp_rules.codegen.storage import store_value
-from tcp_rules.codegen.tiling import LINE, MC, fused, packs_a, product_dtype, tile_shape
+from tcp_rules.codegen.tiling import (
+    LINE,
+    MC,
+    fused,
+    packs_a,
+    product_dtype,
+    static_n,
+    tile_shape,
+)
 
 # How far ahead the K loop prefetches B's panel: interleaved in one process against no
 # prefetch (f32, one thread), 2 KiB ahead made 1024x1024x256, 1024x784x128, 1024x256x1024 and
@@ -76,8 +97,40 @@ def emit_matmul(module: ir.Module, k: MatmulKernel, sym: str) -> None:
     """Add ``sym`` and ``sym_pack`` for matmul kernel ``k`` to ``module``."""
     if k.buffers[0].dtype not in MATMUL_DTYPES:
         raise KernelError(f"matmul of {k.buffers[0].dtype} is not supported")
-    emit_pack(module, k, sym + "_pack")
-    _emit_compute(module, k, sym)
+    emit_pack_all(module, k, sym + "_pack")
+    if k.siblings:
+        _emit_siblings(module, k, sym)
+    else:
+        _emit_compute(module, k, sym)
+
+
+def _emit_siblings(module: ir.Module, k: MatmulKernel, name: str) -> None:
+    """``name`` for a kernel with siblings (siblings.py): each block of MC rows of A goes
+    through every product in turn, so that A's rows are read from memory once and from L2
+    by the others. Each product's B is packed in its region (tiling.packed_b); the products
+    share the worker's scratch, one at a time."""
+    nb = k.step_buffers
+    f = Fn(module, name, nb + 3)
+    b = f.b
+    args = list(f.fn.args)
+    bufs, packed, scratch, sizes, lo, hi = (args[:nb], args[nb], args[nb + 1], args[nb + 2],
+                                            args[nb + 3], args[nb + 4])
+    size = f.sizes(k, sizes)
+    kk = size(k.k)
+    calls, at = [], f.c64(0)
+    for i, (p, pbufs) in enumerate(products(k, bufs)):
+        fn = _emit_compute(module, p, f"{name}.{i}")
+        fn.linkage = "internal"
+        calls.append((fn, pbufs, f.e.gep(ir.IntType(8), packed, at)))
+        n = size(p.n) if i == 0 else f.c64(static_n(p.n))
+        at = b.add(at, packed_bytes(f, p, f.c64(1), kk, n))
+
+    def per_block(ic: ir.Value) -> None:
+        ic_end = f_min(f.e, b.add(ic, f.c64(MC)), hi)
+        for fn, pbufs, ppacked in calls:
+            b.call(fn, [*pbufs, ppacked, scratch, sizes, ic, ic_end])
+    f.loop(lo, hi, MC, per_block, "ic")
+    b.ret_void()
 
 
 def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
@@ -111,33 +164,29 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
         rows_at = e.gep(ir.IntType(8), apack, lines(a_bytes))
     t = k.then
     u = t.then if t is not None else None  # a third product, of t's rows (chain.py)
-    if t is not None:  # then the row pass's rows, t's scratch, t's B packed (worker_scratch)
+    if t is not None:  # then the row pass's rows and t's scratch (worker_scratch); t's B
+        # packed for each batch after ours, and u's after those (tiling.packed_b)
         assert rows_at is not None and isinstance(t.n, int)
         t_plain = replace(t, then=None)  # (its own rows are handed to u below)
         t_fn = _emit_compute(module, t_plain, name + ".then")
-        t_pack = emit_pack(module, t_plain, name + ".then_pack")
-        t_fn.linkage = t_pack.linkage = "internal"
+        t_fn.linkage = "internal"
         t_el = mem_type(t.buffers[0].dtype)
         t_item = t.buffers[0].dtype.itemsize
-        t_nr = tile_shape(t.buffers[0].dtype)[1]
-        t_npan = -(-t.n // t_nr)
         p_at = e.gep(ir.IntType(8), rows_at, lines(b.mul(n, f.c64(MC * out_dt.itemsize))))
         t_rows = b.mul(n, f.c64(MC * t_item))  # P's, and t's packed A
         t_scratch = e.gep(ir.IntType(8), p_at, lines(t_rows))
-        t_packed = e.gep(ir.IntType(8), t_scratch, lines(t_rows if packs_a(t) else f.c64(1)))
-    if u is not None:  # then t's rows, u's scratch, u's B packed (tiling.chained_scratch)
+        t_first = packed_bytes(f, k, batch, kk, n)
+        t_bytes = packed_bytes(f, t_plain, f.c64(1), n, f.c64(t.n))
+    if u is not None:  # then t's rows and u's scratch (tiling.chained_scratch)
         assert t is not None and isinstance(t.n, int) and isinstance(u.n, int)
         u_fn = _emit_compute(module, u, name + ".then.then")
-        u_pack = emit_pack(module, u, name + ".then.then_pack")
-        u_fn.linkage = u_pack.linkage = "internal"
+        u_fn.linkage = "internal"
         u_el = mem_type(u.buffers[0].dtype)
         u_item = u.buffers[0].dtype.itemsize
-        u_npan = -(-u.n // tile_shape(u.buffers[0].dtype)[1])
-        t_panels = b.mul(b.add(b.mul(n, f.c64(t_npan * t_nr)), f.c64(t_npan)), f.c64(t_item))
-        o_at = e.gep(ir.IntType(8), t_packed, lines(t_panels))
+        o_at = e.gep(ir.IntType(8), t_scratch, lines(t_rows if packs_a(t) else f.c64(1)))
         u_rows = MC * t.n * u_item  # t's rows, and u's packed A
         u_scratch = e.gep(ir.IntType(8), o_at, lines(f.c64(u_rows)))
-        u_packed = e.gep(ir.IntType(8), u_scratch, lines(f.c64(u_rows if packs_a(u) else 1)))
+        u_packed = e.gep(ir.IntType(8), packed, b.add(t_first, b.mul(batch, t_bytes)))
     lane_ids = ir.Constant(ir.VectorType(I64, vf), list(range(vf)))
     is_float = dt.is_float
     direct = not packs_a(k)
@@ -369,6 +418,8 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
                 ty = mem_type(k.buffers[i].dtype)
                 ptrs.append(e.gep(ty, bufs[i], batch_offset(f, bi, Strided(subs, 0), bi)))
         b.call(post_fn, [*ptrs, sizes, ic, ic_end])
+        if t is not None:  # this batch's B of t, packed by the step
+            t_packed = e.gep(ir.IntType(8), packed, b.add(t_first, b.mul(bi, t_bytes)))
         if t is not None and u is None:  # t's rows [ic, ic_end) of this batch, A the rows
             b.call(t_fn, [ptrs[-1], then_ptr(bi, k.then_b, 0), then_ptr(bi, len(bufs) - 1, 1),
                           t_packed, t_scratch, sizes, ic, ic_end])
@@ -381,9 +432,7 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
                           ic_end])
 
     def then_ptr(bi: ir.Value, i: int, at: int) -> ir.Value:
-        """Where batch ``bi``'s part of our buffer ``i`` starts, for the second product."""
-        ty = mem_type(k.buffers[i].dtype)
-        return e.gep(ty, bufs[i], batch_offset(f, bi, Strided(k.then_batch[at], 0), bi))
+        return batch_part(f, k, bufs, bi, i, at)
 
     tail = b.mul(b.mul(batch, npan), b.mul(kk, f.c64(nr)))  # the panels' max |b| (emit_pack)
 
@@ -414,11 +463,6 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
             f.loop(p_lo, p_hi, 1, per_panel, "jr")
             if post_fn is not None:
                 row_pass(bi, ic, ic_end)
-        if t is not None:  # this batch's B of the second product, packed once per worker
-            b.call(t_pack, [then_ptr(bi, k.then_b, 0), t_packed, sizes, f.c64(0),
-                            f.c64(t_npan)])
-        if t is not None and u is not None:  # and the third's (chain.py: unbatched only)
-            b.call(u_pack, [bufs[t.then_b], u_packed, sizes, f.c64(0), f.c64(u_npan)])
         f.loop(r0, r1, MC, per_block, "ic")
 
     def per_group(g: ir.Value, glo: ir.Value, ghi: ir.Value) -> None:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import replace
 
 import llvmlite.ir as ir
 
 from tcp_rules.codegen.irbase import I32, I64, IR, PTR, VOID, mem_type
 from tcp_rules.codegen.kernel import MatmulKernel, Size, Strided
-from tcp_rules.codegen.tiling import tile_shape
+from tcp_rules.codegen.tiling import LINE, static_n, tile_shape
 
 
 def bigger(e: IR, m: ir.Value, x: ir.Value) -> ir.Value:
@@ -169,6 +170,95 @@ def emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
     f.through(lo, hi, npan, batch, per_batch, "bi")
     b.ret_void()
     return f.fn
+
+
+def products(k: MatmulKernel, bufs: list[ir.Value]) -> list[tuple[MatmulKernel, list[ir.Value]]]:
+    """Each product of a kernel (it, then any siblings) and its buffers among the step's
+    ``bufs``: ours, then each sibling's but its A, which is ours."""
+    out, at = [(replace(k, siblings=()), bufs[:len(k.buffers)])], len(k.buffers)
+    for sib in k.siblings:
+        out.append((sib, [bufs[0], *bufs[at:at + len(sib.buffers) - 1]]))
+        at += len(sib.buffers) - 1
+    return out
+
+
+def batch_part(f: Fn, k: MatmulKernel, bufs: list[ir.Value], bi: ir.Value, i: int,
+               at: int) -> ir.Value:
+    """Where batch ``bi``'s part of buffer ``i`` starts for ``k``'s chained product: its B
+    (``at`` 0) or its output (1), by the sub-axes of ``then_batch``."""
+    ty = mem_type(k.buffers[i].dtype)
+    return f.e.gep(ty, bufs[i], batch_offset(f, bi, Strided(k.then_batch[at], 0), bi))
+
+
+def emit_pack_all(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
+    """``name(a, b, ..., out, packed, scratch, sizes, lo, hi)``: panels [lo, hi) of what the
+    kernel's step packs before its rows run (tiling.packed_b): B's panels through the batches,
+    then each sibling's B; or then a chained product's B for each batch (where its part of
+    our buffer ``then_b`` starts), then a third's. Each in its region, as emit_pack lays
+    them out."""
+    nb = k.step_buffers
+    f = Fn(module, name, nb + 3)
+    b, e = f.b, f.e
+    args = list(f.fn.args)
+    bufs, packed, sizes, lo, hi = args[:nb], args[nb], args[nb + 2], args[nb + 3], args[nb + 4]
+    size = f.sizes(k, sizes)
+    kk, n = size(k.k), size(k.n)
+    batch = size(k.domain[0]) if k.batched else f.c64(1)
+
+    def clamp(x: ir.Value, count: ir.Value) -> ir.Value:
+        return f.imin(f.e.intrinsic("smax", [x, f.c64(0)]), count)
+
+    def region(fn: ir.Function, src: ir.Value, at: ir.Value, first: ir.Value, count: ir.Value
+               ) -> None:
+        """``fn`` on the panels [first, first + count) of the range, packed at byte ``at``."""
+        b.call(fn, [src, e.gep(ir.IntType(8), packed, at), sizes, clamp(b.sub(lo, first), count),
+                    clamp(b.sub(hi, first), count)])
+
+    def packer(p: MatmulKernel, suffix: str) -> ir.Function:
+        fn = emit_pack(module, p, name + suffix)
+        fn.linkage = "internal"
+        return fn
+    done, at = f.c64(0), f.c64(0)  # panels and bytes before a product's
+    for i, (p, pbufs) in enumerate(products(k, bufs)):
+        pn = n if i == 0 else f.c64(static_n(p.n))
+        count = b.mul(batch, panels(f, p, pn))
+        region(packer(p, f".b{i}"), pbufs[1], at, done, count)
+        done, at = b.add(done, count), b.add(at, packed_bytes(f, p, batch, kk, pn))
+    t = k.then
+    if t is not None:  # (t's K is our N: it multiplies our rows)
+        t_plain = replace(t, then=None)
+        t_pack = packer(t_plain, ".then")
+        t_npan = panels(f, t_plain, f.c64(static_n(t.n)))
+        t_bytes = packed_bytes(f, t_plain, f.c64(1), n, f.c64(static_n(t.n)))
+        t_all = b.mul(batch, t_npan)
+
+        def per_batch(bi: ir.Value, p_lo: ir.Value, p_hi: ir.Value) -> None:
+            dst = e.gep(ir.IntType(8), packed, b.add(at, b.mul(bi, t_bytes)))
+            b.call(t_pack, [batch_part(f, k, bufs, bi, k.then_b, 0), dst, sizes, p_lo, p_hi])
+        f.through(clamp(b.sub(lo, done), t_all), clamp(b.sub(hi, done), t_all), t_npan, batch,
+                  per_batch, "tb")
+        if t.then is not None:
+            u = t.then
+            region(packer(u, ".then.then"), bufs[t.then_b], b.add(at, b.mul(batch, t_bytes)),
+                   b.add(done, t_all), panels(f, u, f.c64(static_n(u.n))))
+    b.ret_void()
+    return f.fn
+
+
+def panels(f: Fn, k: MatmulKernel, n: ir.Value) -> ir.Value:
+    """How many panels of NR columns ``n`` columns of ``k``'s B make."""
+    nr = tile_shape(k.buffers[0].dtype)[1]
+    return f.b.sdiv(f.b.add(n, f.c64(nr - 1)), f.c64(nr))
+
+
+def packed_bytes(f: Fn, k: MatmulKernel, batch: ir.Value, kk: ir.Value, n: ir.Value
+                 ) -> ir.Value:
+    """Bytes of one product's B packed, whole cache lines (tiling.packed_b)."""
+    b, nr = f.b, tile_shape(k.buffers[0].dtype)[1]
+    npan = b.mul(batch, panels(f, k, n))
+    elems = b.add(b.mul(npan, b.mul(kk, f.c64(nr))), npan)
+    nbytes = b.mul(elems, f.c64(k.buffers[0].dtype.itemsize))
+    return b.mul(b.sdiv(b.add(nbytes, f.c64(LINE - 1)), f.c64(LINE)), f.c64(LINE))
 
 
 def _pack_transposed(f: Fn, k: MatmulKernel, ptrs: tuple[ir.Value, ...],

@@ -10,7 +10,7 @@ every kernel stays inside its buffer: no input can make a kernel read or write o
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -55,6 +55,18 @@ class Step:
     symbol: str = ""
     value: Value | None = None  # the program value this kernel writes (None: a result copy)
     merged: tuple[Value, ...] = ()  # values of the steps fused into this one, in their order
+
+    @property
+    def outputs(self) -> tuple[int, ...]:
+        """The buffers the step writes: its kernel's output, or with sibling products
+        (MatmulKernel.siblings) each product's, in order; the last is ``value``'s."""
+        k = self.kernel
+        if not isinstance(k, MatmulKernel) or not k.siblings:
+            return (self.buffers[-1],)
+        at = [len(k.buffers) - 1]
+        for sib in k.siblings:
+            at.append(at[-1] + len(sib.buffers) - 1)
+        return tuple(self.buffers[i] for i in at)
 
     @property
     def values(self) -> tuple[Value, ...]:
@@ -168,6 +180,8 @@ def instantiate(plan: Plan, env: Mapping[str, int]) -> Instance:
                 work += rows * mm[3] * _size(t.n, sizes)
                 if t.then is not None:
                     work += rows * _size(t.n, sizes) * _size(t.then.n, sizes)
+            for sib in st.kernel.siblings:  # the other products of A's rows
+                work += mm[1] * mm[2] * _size(sib.n, sizes)
             extent = mm[1]
         else:
             work *= _reduce_work(st.kernel.value, sizes)
@@ -199,6 +213,15 @@ def check_step(k: AnyKernel, shapes: list[tuple[int, ...]], sizes: Mapping[str, 
     """Every access of ``k`` lies inside its buffer for these shapes and sizes."""
     def fail(msg: str) -> TcpError:
         return TcpError.at(f"kernel {k.name}: {msg}", stage="run")
+
+    if isinstance(k, MatmulKernel) and k.siblings:  # each product on its buffers, A shared
+        at = len(k.buffers)
+        for sib in k.siblings:
+            check_step(sib, [shapes[0], *shapes[at:at + len(sib.buffers) - 1]], sizes)
+            at += len(sib.buffers) - 1
+        if at != len(shapes):
+            raise fail(f"{len(shapes)} buffers for products of {at}")
+        k, shapes = replace(k, siblings=()), shapes[:len(k.buffers)]
 
     for buf, shape in zip(k.buffers, shapes, strict=True):
         want = tuple(_size(s, sizes) for s in buf.shape)

@@ -25,7 +25,13 @@ import numpy as np
 from tcp_rules.codegen.jit import Target
 from tcp_rules.codegen.kernel import MatmulKernel
 from tcp_rules.codegen.plan import Instance, Plan
-from tcp_rules.codegen.tiling import panel_groups, tile_shape, worker_scratch
+from tcp_rules.codegen.tiling import (
+    packed_b,
+    panel_groups,
+    static_n,
+    tile_shape,
+    worker_scratch,
+)
 
 SPLIT_WORK = 1 << 19  # below this many element-steps a kernel runs on the calling thread
 CHUNKS_PER_THREAD = 8  # chunks per thread: a core slowed by other processes takes fewer
@@ -38,7 +44,7 @@ HEADER = 4
 STEP_WORDS = 16
 # Step record fields.
 KIND, FN, NARGS, ARGS, SIZES, EXTENT, NCHUNKS, ALIGN_ROWS = range(8)
-PACK_FN, PANELS, PACK_CHUNKS, PACKED_ARG, SCRATCH_ARG, SCRATCH_BYTES, B_ARG = range(8, 15)
+PACK_FN, PANELS, PACK_CHUNKS, SCRATCH_ARG, SCRATCH_BYTES = range(8, 13)
 KERNEL, MATMUL = 0, 1
 CTX_WORDS = 10  # a chunk job: fn, args, nargs, sizes, extent, chunks, align, scratch pos/base/size
 
@@ -132,7 +138,6 @@ entry:
   %ctx = alloca [{CTX_WORDS} x i64]
   %pctx = alloca [{CTX_WORDS} x i64]
   %args = alloca [{max_args} x ptr]
-  %pargs = alloca [2 x ptr]
 {word("nb", "prog", 0)}
 {word("bt", "prog", 2)}
 {word("stt", "prog", 3)}
@@ -198,20 +203,11 @@ arg.body:
 kind.test:
   %ismm = icmp eq i64 %kind, {MATMUL}
   br i1 %ismm, label %pack, label %call
-pack:                                     ; a matmul packs B first (split over panels)
+pack:                                     ; a matmul packs first (split over panels)
 {word("pfn", "rec", PACK_FN, "ptr")}
 {word("npan", "rec", PANELS)}
 {word("pch", "rec", PACK_CHUNKS)}
-{word("parg", "rec", PACKED_ARG)}
-{word("barg", "rec", B_ARG)}
-  %bsrcp = getelementptr ptr, ptr %args, i64 %barg
-  %bsrc = load ptr, ptr %bsrcp
-  %pdstp = getelementptr ptr, ptr %args, i64 %parg
-  %pdst = load ptr, ptr %pdstp
-  store ptr %bsrc, ptr %pargs
-  %pargs1 = getelementptr ptr, ptr %pargs, i64 1
-  store ptr %pdst, ptr %pargs1
-{job("pctx", [("%pfn", "ptr"), ("%pargs", "ptr"), ("2", "i64"), ("%ksizes", "ptr"),
+{job("pctx", [("%pfn", "ptr"), ("%args", "ptr"), ("%na", "i64"), ("%ksizes", "ptr"),
               ("%npan", "i64"), ("%pch", "i64"), ("1", "i64"), ("-1", "i64"), ("null", "ptr"),
               ("0", "i64")])}
   %pn = call i64 @llvm.smax.i64(i64 %pch, i64 1)
@@ -373,11 +369,12 @@ def layout(plan: Plan, inst: Instance, addrs: list[tuple[int, int]], threads: in
             mr, nr, _ = tile_shape(st.kernel.buffers[0].dtype, target)
             item = st.kernel.buffers[0].dtype.np_dtype.itemsize
             npan = -(-n // nr)
-            packed = (batch * npan * kk * nr + batch * npan) * item  # panels, then max |b|
+            packed, panels = packed_b(st.kernel, batch, kk, n, target)
             # the compute function's rows run through the batches, then the groups of panels
             # (matmul.py); the group count follows the kernel's sizes
             groups = panel_groups(st.kernel, batch * m, kk, npan, nr, threads)
-            rows = split(groups * batch * m, batch * m * kk * n, mr, threads)
+            every_n = n + sum(static_n(sib.n) for sib in st.kernel.siblings)
+            rows = split(groups * batch * m, batch * m * kk * every_n, mr, threads)
             if rows == 1:
                 groups = 1
             sizes = np.array([*si.sizes[:len(st.kernel.sizes)], groups], dtype=np.int64)
@@ -391,10 +388,10 @@ def layout(plan: Plan, inst: Instance, addrs: list[tuple[int, int]], threads: in
             table.append((arena_slot, arena.place(packed, s, s)))
             args.append(len(table))
             table.append((arena_slot, arena.place(per_worker * workers, s, s)))
-            # the pack function's panels run through the batches too (packing.py)
-            rec[KIND], rec[PACK_FN], rec[PANELS] = MATMUL, pack, batch * npan
-            rec[PACK_CHUNKS] = split(batch * npan, batch * kk * n, 1, threads)
-            rec[PACKED_ARG], rec[SCRATCH_ARG], rec[B_ARG] = len(args) - 2, len(args) - 1, 1
+            # the pack function's panels run through the batches too (packing.emit_pack_all)
+            rec[KIND], rec[PACK_FN], rec[PANELS] = MATMUL, pack, panels
+            rec[PACK_CHUNKS] = split(panels, packed // item, 1, threads)
+            rec[SCRATCH_ARG] = len(args) - 1
             rec[SCRATCH_BYTES], rec[NCHUNKS], rec[ALIGN_ROWS] = per_worker, rows, mr
             rec[EXTENT] = groups * batch * m
         else:

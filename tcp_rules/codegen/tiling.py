@@ -5,7 +5,7 @@ the program plan sizes the scratch with them)."""
 from __future__ import annotations
 
 from tcp_rules.codegen import jit
-from tcp_rules.codegen.kernel import POST_ROWS, MatmulKernel
+from tcp_rules.codegen.kernel import POST_ROWS, MatmulKernel, Size
 from tcp_rules.types import DType
 
 MC = 96  # rows per block: an MC x K block of A stays in L2 while the panels pass
@@ -52,7 +52,7 @@ def panel_groups(k: MatmulKernel, rows: int, kk: int, npan: int, nr: int, thread
     needs all of a row's columns: one group."""
     from tcp_rules.codegen.program import CHUNKS_PER_THREAD  # (program imports this module)
 
-    if threads <= 1 or k.post is not None or rows <= 0:
+    if threads <= 1 or k.post is not None or k.siblings or rows <= 0:
         return 1
     chunks = threads * CHUNKS_PER_THREAD
     item = k.buffers[0].dtype.itemsize
@@ -68,11 +68,13 @@ def worker_scratch(k: MatmulKernel, kk: int, n: int, target: jit.Target | None =
     """Bytes of one worker's scratch for ``k`` with these K and N, and where in it a row pass's
     block of product rows starts (MatmulKernel.post): first a packed block of A (a token size
     where tiles read A in place), then MC rows of the product, each on a cache line. With a
-    second product (MatmulKernel.then) then the row pass's MC rows, the second product's own
-    scratch and its B packed (one batch's; matmul.py lays these out the same way), and as much
-    again for a third product (its ``then``) of the second's rows."""
+    second product (MatmulKernel.then) then the row pass's MC rows and the second product's
+    own scratch (matmul.py lays these out the same way), and as much again for a third
+    product (its ``then``) of the second's rows. With siblings, the largest product's."""
     a = _lines(max(1, MC * kk if packs_a(k, target) else 1) * k.buffers[0].dtype.itemsize)
-    if k.post is None:
+    if k.post is None:  # (siblings: one product at a time, each its block of A)
+        a = max([a, *(worker_scratch(sib, kk, static_n(sib.n), target)[0]
+                      for sib in k.siblings)])
         return a, a
     rows = a + _lines(MC * n * product_dtype(k).itemsize)
     if k.then is None:
@@ -82,14 +84,48 @@ def worker_scratch(k: MatmulKernel, kk: int, n: int, target: jit.Target | None =
 
 def chained_scratch(t: MatmulKernel, kk: int, target: jit.Target | None = None) -> int:
     """Bytes of a worker's scratch for a chained product ``t`` of ``kk``-wide rows: MC of those
-    rows, ``t``'s own scratch, its B packed, then the same for its own ``then``."""
+    rows and ``t``'s own scratch, then the same for its own ``then`` (their B are packed with
+    ours, packed_b)."""
     assert isinstance(t.n, int)  # chain.py fuses only products of static N
-    _, nr, _ = tile_shape(t.buffers[0].dtype, target)
-    item = t.buffers[0].dtype.itemsize
-    npan = -(-t.n // nr)
-    own = _lines(MC * kk * item) + worker_scratch(t, kk, t.n, target)[0] + _lines(
-        (npan * kk * nr + npan) * item)
+    own = _lines(MC * kk * t.buffers[0].dtype.itemsize) + worker_scratch(t, kk, t.n, target)[0]
     return own + (chained_scratch(t.then, t.n, target) if t.then is not None else 0)
+
+
+def packed_b(k: MatmulKernel, batch: int, kk: int, n: int, target: jit.Target | None = None
+             ) -> tuple[int, int]:
+    """Bytes and panels of what the kernel's step packs before its rows run
+    (packing.emit_pack_all): B's panels for every batch, then each panel's largest magnitude;
+    then each sibling product's the same (siblings.py); or with a chained product (``then``),
+    its B's panels and magnitudes for each batch, a region per batch, and with a third
+    product its B's once. Each region starts on a cache line. The chained products' B are
+    packed here, once a call, rather than by each worker: with many threads every worker met
+    every batch (with a single head, every chunk), and packed it again."""
+    size, panels = _packed(k, batch, kk, n, target)
+    for sib in k.siblings:  # (the same K: the same A)
+        sib_size, sib_panels = _packed(sib, 1, kk, static_n(sib.n), target)
+        size, panels = size + sib_size, panels + sib_panels
+    t = k.then
+    if t is not None:  # (t's K is our N: it multiplies our rows)
+        t_size, t_panels = _packed(t, 1, n, static_n(t.n), target)
+        size, panels = size + batch * t_size, panels + batch * t_panels
+        if t.then is not None:
+            u_size, u_panels = _packed(t.then, 1, static_n(t.n), static_n(t.then.n), target)
+            size, panels = size + u_size, panels + u_panels
+    return size, panels
+
+
+def static_n(n: Size) -> int:
+    """A chained or sibling product's N: static (chain.py and siblings.py take no other)."""
+    assert isinstance(n, int)
+    return n
+
+
+def _packed(k: MatmulKernel, batch: int, kk: int, n: int, target: jit.Target | None
+            ) -> tuple[int, int]:
+    """Bytes (whole cache lines) and panels of one product's B packed (packing.emit_pack)."""
+    _, nr, _ = tile_shape(k.buffers[0].dtype, target)
+    npan = batch * -(-n // nr)
+    return _lines((npan * kk * nr + npan) * k.buffers[0].dtype.itemsize), npan
 
 
 def product_dtype(k: MatmulKernel) -> DType:
