@@ -214,6 +214,7 @@ def test_what_the_step_packs_splits_anywhere(case: str, threads: int,
     inside each product's panels and across from one to the next, and the results are the
     bits of the products apart."""
     monkeypatch.setattr(program, "SPLIT_WORK", 1)
+    monkeypatch.setattr(program, "SPLIT_PACK", 1)
     (k,) = _against_apart(case, THIRD[case], threads, 2, monkeypatch)
     assert k.then is not None and k.then.then is not None
     cf = compile_func(THIRD[case](), threads=threads)

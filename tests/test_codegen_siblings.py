@@ -72,6 +72,7 @@ def test_products_of_one_a_run_as_one_kernel(case: str, threads: int,
         want = apart(*xs)
     for split in (program.SPLIT_WORK, 1):  # chunks of rows and of panels anywhere
         monkeypatch.setattr(program, "SPLIT_WORK", split)
+        monkeypatch.setattr(program, "SPLIT_PACK", min(split, program.SPLIT_PACK))
         cf = compile_func(func, threads=threads)
         (k,) = _joined(cf)
         assert len(cf.steps) == 1 and len(apart.steps) == len(k.siblings) + 1

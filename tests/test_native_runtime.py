@@ -35,7 +35,7 @@ from tcp_rules.codegen.program import (
     split,
 )
 from tcp_rules.codegen.runtime import compile_func
-from tcp_rules.codegen.tiling import panel_groups, tile_shape
+from tcp_rules.codegen.tiling import packed_b, panel_groups, tile_shape
 from tcp_rules.interpret import evaluate
 from tcp_rules.ir import Func
 
@@ -221,7 +221,8 @@ def test_matmul_chunks_run_through_batches_and_panel_groups(
         assert np.ctypeslib.as_array(ctypes.cast(int(rec[SIZES]), ctypes.POINTER(
             ctypes.c_int64)), (len(step.kernel.sizes) + 1,))[-1] == groups
         assert rec[PANELS] == batch * npan
-        assert rec[PACK_CHUNKS] == split(batch * npan, batch * k * n, 1, threads)
+        packed = packed_b(step.kernel, batch, k, n)[0] // step.kernel.buffers[0].dtype.itemsize
+        assert rec[PACK_CHUNKS] == split(batch * npan, packed, 1, threads, program.SPLIT_PACK)
         if m == 45:
             assert rec[NCHUNKS] > batch  # more chunks than batches: some start inside one
         elif kind != "2-d":

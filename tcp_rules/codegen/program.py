@@ -34,6 +34,11 @@ from tcp_rules.codegen.tiling import (
 )
 
 SPLIT_WORK = 1 << 19  # below this many element-steps a kernel runs on the calling thread
+# below this many elements a matmul's step packs on the calling thread: a copy of 256 KB takes
+# one core some 20 us, several times what handing chunks to the pool costs (the step packs
+# attention's V for every head, which the workers used to pack in parallel: the ONNX
+# Attention body at 2 threads took 10% longer with the 2^19 above)
+SPLIT_PACK = 1 << 16
 CHUNKS_PER_THREAD = 8  # chunks per thread: a core slowed by other processes takes fewer
 ALIGN = 64  # bytes: every arena buffer starts on a cache line
 
@@ -286,11 +291,12 @@ def _up(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
 
 
-def split(extent: int, work: int, align: int, threads: int) -> int:
+def split(extent: int, work: int, align: int, threads: int, least: int | None = None) -> int:
     """How many chunks a kernel of ``extent`` outer rows (in units of ``align``) and ``work``
-    element-steps is cut into: 1 below SPLIT_WORK, else CHUNKS_PER_THREAD per thread."""
+    element-steps is cut into: 1 below ``least`` (default SPLIT_WORK), else CHUNKS_PER_THREAD
+    per thread."""
     n = min(threads, extent // max(align, 1))
-    if n <= 1 or work < SPLIT_WORK:
+    if n <= 1 or work < (SPLIT_WORK if least is None else least):
         return 1
     return min(n * CHUNKS_PER_THREAD, extent // align)
 
@@ -390,7 +396,7 @@ def layout(plan: Plan, inst: Instance, addrs: list[tuple[int, int]], threads: in
             table.append((arena_slot, arena.place(per_worker * workers, s, s)))
             # the pack function's panels run through the batches too (packing.emit_pack_all)
             rec[KIND], rec[PACK_FN], rec[PANELS] = MATMUL, pack, panels
-            rec[PACK_CHUNKS] = split(panels, packed // item, 1, threads)
+            rec[PACK_CHUNKS] = split(panels, packed // item, 1, threads, SPLIT_PACK)
             rec[SCRATCH_ARG] = len(args) - 1
             rec[SCRATCH_BYTES], rec[NCHUNKS], rec[ALIGN_ROWS] = per_worker, rows, mr
             rec[EXTENT] = groups * batch * m
