@@ -65,7 +65,7 @@ from tcp_rules.codegen.packing import (
     concat,
     emit_pack_all,
     packed_bytes,
-    products,
+    regions,
 )
 from tcp_rules.codegen.storage import store_value
 from tcp_rules.codegen.tiling import (
@@ -74,7 +74,6 @@ from tcp_rules.codegen.tiling import (
     fused,
     packs_a,
     product_dtype,
-    static_n,
     tile_shape,
 )
 
@@ -115,15 +114,11 @@ def _emit_siblings(module: ir.Module, k: MatmulKernel, name: str) -> None:
     args = list(f.fn.args)
     bufs, packed, scratch, sizes, lo, hi = (args[:nb], args[nb], args[nb + 1], args[nb + 2],
                                             args[nb + 3], args[nb + 4])
-    size = f.sizes(k, sizes)
-    kk = size(k.k)
-    calls, at = [], f.c64(0)
-    for i, (p, pbufs) in enumerate(products(k, bufs)):
+    calls = []
+    for i, (p, pbufs, _, at) in enumerate(regions(f, k, bufs, f.sizes(k, sizes), f.c64(1))[0]):
         fn = _emit_compute(module, p, f"{name}.{i}")
         fn.linkage = "internal"
         calls.append((fn, pbufs, f.e.gep(ir.IntType(8), packed, at)))
-        n = size(p.n) if i == 0 else f.c64(static_n(p.n))
-        at = b.add(at, packed_bytes(f, p, f.c64(1), kk, n))
 
     def per_block(ic: ir.Value) -> None:
         ic_end = f_min(f.e, b.add(ic, f.c64(MC)), hi)
@@ -418,21 +413,18 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
                 ty = mem_type(k.buffers[i].dtype)
                 ptrs.append(e.gep(ty, bufs[i], batch_offset(f, bi, Strided(subs, 0), bi)))
         b.call(post_fn, [*ptrs, sizes, ic, ic_end])
-        if t is not None:  # this batch's B of t, packed by the step
+        if t is not None:  # this batch's B of t (and its part of it), packed by the step
             t_packed = e.gep(ir.IntType(8), packed, b.add(t_first, b.mul(bi, t_bytes)))
+            t_b = batch_part(f, k, bufs, bi, k.then_b, 0)
         if t is not None and u is None:  # t's rows [ic, ic_end) of this batch, A the rows
-            b.call(t_fn, [ptrs[-1], then_ptr(bi, k.then_b, 0), then_ptr(bi, len(bufs) - 1, 1),
+            b.call(t_fn, [ptrs[-1], t_b, batch_part(f, k, bufs, bi, len(bufs) - 1, 1),
                           t_packed, t_scratch, sizes, ic, ic_end])
         elif t is not None and u is not None:  # t's rows to the scratch, then u's of them
             assert isinstance(t.n, int)
             o_rows = e.gep(u_el, o_at, b.sub(f.c64(0), b.mul(ic, f.c64(t.n))))
-            b.call(t_fn, [ptrs[-1], then_ptr(bi, k.then_b, 0), o_rows, t_packed, t_scratch,
-                          sizes, ic, ic_end])
+            b.call(t_fn, [ptrs[-1], t_b, o_rows, t_packed, t_scratch, sizes, ic, ic_end])
             b.call(u_fn, [o_rows, bufs[t.then_b], bufs[-1], u_packed, u_scratch, sizes, ic,
                           ic_end])
-
-    def then_ptr(bi: ir.Value, i: int, at: int) -> ir.Value:
-        return batch_part(f, k, bufs, bi, i, at)
 
     tail = b.mul(b.mul(batch, npan), b.mul(kk, f.c64(nr)))  # the panels' max |b| (emit_pack)
 

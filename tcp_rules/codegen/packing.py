@@ -182,6 +182,19 @@ def products(k: MatmulKernel, bufs: list[ir.Value]) -> list[tuple[MatmulKernel, 
     return out
 
 
+def regions(f: Fn, k: MatmulKernel, bufs: list[ir.Value], size: Callable[[Size], ir.Value],
+            batch: ir.Value) -> tuple[list[tuple[MatmulKernel, list[ir.Value], ir.Value,
+                                                  ir.Value]], ir.Value]:
+    """Each product of ``k`` (products), its N and the byte where its B's region of the
+    packed buffer starts (tiling.packed_b); and the byte after the last region."""
+    out, at, kk = [], f.c64(0), size(k.k)
+    for i, (p, pbufs) in enumerate(products(k, bufs)):
+        n = size(p.n) if i == 0 else f.c64(static_n(p.n))
+        out.append((p, pbufs, n, at))
+        at = f.b.add(at, packed_bytes(f, p, batch, kk, n))
+    return out, at
+
+
 def batch_part(f: Fn, k: MatmulKernel, bufs: list[ir.Value], bi: ir.Value, i: int,
                at: int) -> ir.Value:
     """Where batch ``bi``'s part of buffer ``i`` starts for ``k``'s chained product: its B
@@ -202,7 +215,7 @@ def emit_pack_all(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
     args = list(f.fn.args)
     bufs, packed, sizes, lo, hi = args[:nb], args[nb], args[nb + 2], args[nb + 3], args[nb + 4]
     size = f.sizes(k, sizes)
-    kk, n = size(k.k), size(k.n)
+    n = size(k.n)
     batch = size(k.domain[0]) if k.batched else f.c64(1)
 
     def clamp(x: ir.Value, count: ir.Value) -> ir.Value:
@@ -218,12 +231,12 @@ def emit_pack_all(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
         fn = emit_pack(module, p, name + suffix)
         fn.linkage = "internal"
         return fn
-    done, at = f.c64(0), f.c64(0)  # panels and bytes before a product's
-    for i, (p, pbufs) in enumerate(products(k, bufs)):
-        pn = n if i == 0 else f.c64(static_n(p.n))
+    done = f.c64(0)  # panels before a product's
+    own, at = regions(f, k, bufs, size, batch)
+    for i, (p, pbufs, pn, p_at) in enumerate(own):
         count = b.mul(batch, panels(f, p, pn))
-        region(packer(p, f".b{i}"), pbufs[1], at, done, count)
-        done, at = b.add(done, count), b.add(at, packed_bytes(f, p, batch, kk, pn))
+        region(packer(p, f".b{i}"), pbufs[1], p_at, done, count)
+        done = b.add(done, count)
     t = k.then
     if t is not None:  # (t's K is our N: it multiplies our rows)
         t_plain = replace(t, then=None)
