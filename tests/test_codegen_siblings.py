@@ -13,8 +13,8 @@ import tcp_rules.codegen.lower as lowering
 from tcp_rules import build as tb
 from tcp_rules.codegen import compile_func, program
 from tcp_rules.codegen.kernel import MatmulKernel
-from tcp_rules.codegen.runtime import CompiledFunc
-from tcp_rules.codegen.tiling import MC, tile_shape
+from tcp_rules.codegen.runtime import CompiledFunc, module_ir
+from tcp_rules.codegen.tiling import MC, packs_a, tile_shape
 from tcp_rules.ir import Func
 from tcp_rules.types import DType
 
@@ -44,6 +44,7 @@ CASES: dict[str, Callable[[], Func]] = {
     "no bias, K off the vector": lambda: projections(MC - 3, 29, [NR, 2 * NR], bias=False),
     "symbolic rows": lambda: projections("S", 32, [48, 16]),
     "f64": lambda: projections(37, 11, [13, 5, 21], "f64"),
+    "two pack A, one reads it": lambda: projections(2 * MC + 5, 37, [5 * NR + 3, NR, 6 * NR]),
 }
 
 
@@ -91,6 +92,25 @@ def test_specials_as_the_reference() -> None:
     cf = compile_func(func, threads=2)
     assert _joined(cf)
     assert_close_to_reference(list(cf(*xs)), func, xs, "specials")
+
+
+def test_products_share_the_packed_block() -> None:
+    """Products that pack A pack each block once: the first packs it, the others read it from
+    the scratch with its largest magnitude, so a later product's risky tiles still round their
+    products: a row of A at 3e38 against 10 and -10 sums inf and -inf, NaN as the reference
+    has it (fused multiply-adds would give inf)."""
+    func = projections(40, 16, [5 * NR, NR, 5 * NR + 2])
+    cf = compile_func(func, threads=1)
+    (k,) = _joined(cf)
+    assert all(packs_a(p) for p in (k, k.siblings[1])) and not packs_a(k.siblings[0])
+    ir_text = module_ir(k, "sib")
+    assert ir_text.count("\npt.c") == 1  # one product's loop packs A's tiles
+    xs = sized_inputs(func, 1)
+    xs[0][3, :2] = 3e38
+    xs[5][:2, 4] = (10.0, -10.0)  # the third product's B
+    got = cf(*xs)
+    assert np.isnan(got[2][3, 4])
+    assert_close_to_reference(list(got), func, xs, "shared block")
 
 
 def test_what_does_not_join() -> None:

@@ -4,7 +4,7 @@ Attention projects one input three times, q = x Wq, k = x Wk and v = x Wv: three
 each read all of x. Here a later product of the same A joins an earlier one
 (``MatmulKernel.siblings``): the step packs every product's B before any rows run, and each
 block of MC rows of A goes through every product in turn (matmul.py), so that x is read from
-memory once, by one kernel, and from L2 by the other products.
+memory once, by one kernel, and packed once: the products that pack A share the packed block.
 
 A product joins when both are unbatched matmuls that read the same buffer as their A, where it
 lies (no strided A), with the same M, K and size parameters, and neither has a row pass or a
