@@ -117,7 +117,7 @@ def _emit_siblings(module: ir.Module, k: MatmulKernel, name: str) -> None:
                                             args[nb + 3], args[nb + 4])
     # The products that pack A share its packed block: the first packs it (and its largest
     # magnitude, into ``amax``), the others find it in the scratch (they write nothing else
-    # there). Packing A took ~3.6% of a 1024x256x256 product's time.
+    # there). Packing A took ~3.6% of a 1024x256x256 product's time (perf samples).
     amax = f._alloca(mem_type(k.buffers[0].dtype), "amax.shared")
     calls: list[tuple[ir.Function, list[ir.Value]]] = []
     packing = False
