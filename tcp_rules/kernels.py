@@ -89,10 +89,11 @@ def kernel_infos(func: Func, model: CostModel, inputs: Sequence[np.ndarray] | No
         # the cost model's estimates of the values it computes (the fused steps' summed)
         ests = [costs[v] for v in st.values if v.sort is not Sort.BODY and v in costs]
         est = sum(ests) if ests else None
-        outs = [plan.buffers[i] for i in st.outputs]  # (several: sibling products)
+        written = st.outputs  # (several: sibling products)
+        outs = [plan.buffers[i] for i in written]
         infos.append(KernelInfo(
             st.kernel.name, _ops(st, own),
-            [_buffer_name(plan, i) for i in st.buffers if i not in st.outputs],
+            [_buffer_name(plan, i) for i in st.buffers if i not in written],
             ", ".join(f"{o.dtype}[{', '.join(map(str, o.dims))}]" for o in outs),
             None if est is None else est / 1e3, kernel_text(st.kernel)))
     if inputs is not None:

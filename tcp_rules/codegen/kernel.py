@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tcp_rules.types import DType
@@ -300,6 +300,18 @@ class MatmulKernel:
     def step_buffers(self) -> int:
         """How many buffers the kernel's step passes: ours, then each sibling's but its A."""
         return len(self.buffers) + sum(len(s.buffers) - 1 for s in self.siblings)
+
+    @property
+    def products(self) -> tuple[tuple[MatmulKernel, tuple[int, ...]], ...]:
+        """Each product the kernel's step runs (ours without the siblings, then each sibling)
+        and where its buffers are among the step's: ours, then each sibling's but its A,
+        which is ours (index 0)."""
+        out = [(replace(self, siblings=()), tuple(range(len(self.buffers))))]
+        at = len(self.buffers)
+        for sib in self.siblings:
+            out.append((sib, (0, *range(at, at + len(sib.buffers) - 1))))
+            at += len(sib.buffers) - 1
+        return tuple(out)
 
     @property
     def domain(self) -> tuple[Size, ...]:

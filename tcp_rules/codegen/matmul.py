@@ -186,7 +186,7 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str, shared_a: str |
         p_at = e.gep(ir.IntType(8), rows_at, lines(b.mul(n, f.c64(MC * out_dt.itemsize))))
         t_rows = b.mul(n, f.c64(MC * t_item))  # P's, and t's packed A
         t_scratch = e.gep(ir.IntType(8), p_at, lines(t_rows))
-        t_first = packed_bytes(f, k, batch, kk, n)
+        t_first = regions(f, k, bufs, size, batch)[1]
         t_bytes = packed_bytes(f, t_plain, f.c64(1), n, f.c64(t.n))
     if u is not None:  # then t's rows and u's scratch (tiling.chained_scratch)
         assert t is not None and isinstance(t.n, int) and isinstance(u.n, int)

@@ -172,25 +172,16 @@ def emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
     return f.fn
 
 
-def products(k: MatmulKernel, bufs: list[ir.Value]) -> list[tuple[MatmulKernel, list[ir.Value]]]:
-    """Each product of a kernel (it, then any siblings) and its buffers among the step's
-    ``bufs``: ours, then each sibling's but its A, which is ours."""
-    out, at = [(replace(k, siblings=()), bufs[:len(k.buffers)])], len(k.buffers)
-    for sib in k.siblings:
-        out.append((sib, [bufs[0], *bufs[at:at + len(sib.buffers) - 1]]))
-        at += len(sib.buffers) - 1
-    return out
-
-
 def regions(f: Fn, k: MatmulKernel, bufs: list[ir.Value], size: Callable[[Size], ir.Value],
             batch: ir.Value) -> tuple[list[tuple[MatmulKernel, list[ir.Value], ir.Value,
                                                   ir.Value]], ir.Value]:
-    """Each product of ``k`` (products), its N and the byte where its B's region of the
-    packed buffer starts (tiling.packed_b); and the byte after the last region."""
+    """Each product of ``k`` (MatmulKernel.products) with its buffers among the step's
+    ``bufs``, its N and the byte where its B's region of the packed buffer starts
+    (tiling.packed_b); and the byte after the last region, where a chained product's start."""
     out, at, kk = [], f.c64(0), size(k.k)
-    for i, (p, pbufs) in enumerate(products(k, bufs)):
+    for i, (p, idx) in enumerate(k.products):
         n = size(p.n) if i == 0 else f.c64(static_n(p.n))
-        out.append((p, pbufs, n, at))
+        out.append((p, [bufs[j] for j in idx], n, at))
         at = f.b.add(at, packed_bytes(f, p, batch, kk, n))
     return out, at
 

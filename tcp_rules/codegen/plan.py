@@ -10,7 +10,7 @@ every kernel stays inside its buffer: no input can make a kernel read or write o
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -60,13 +60,9 @@ class Step:
     def outputs(self) -> tuple[int, ...]:
         """The buffers the step writes: its kernel's output, or with sibling products
         (MatmulKernel.siblings) each product's, in order; the last is ``value``'s."""
-        k = self.kernel
-        if not isinstance(k, MatmulKernel) or not k.siblings:
+        if not isinstance(self.kernel, MatmulKernel):
             return (self.buffers[-1],)
-        at = [len(k.buffers) - 1]
-        for sib in k.siblings:
-            at.append(at[-1] + len(sib.buffers) - 1)
-        return tuple(self.buffers[i] for i in at)
+        return tuple(self.buffers[at[-1]] for _, at in self.kernel.products)
 
     @property
     def values(self) -> tuple[Value, ...]:
@@ -215,13 +211,12 @@ def check_step(k: AnyKernel, shapes: list[tuple[int, ...]], sizes: Mapping[str, 
         return TcpError.at(f"kernel {k.name}: {msg}", stage="run")
 
     if isinstance(k, MatmulKernel) and k.siblings:  # each product on its buffers, A shared
-        at = len(k.buffers)
-        for sib in k.siblings:
-            check_step(sib, [shapes[0], *shapes[at:at + len(sib.buffers) - 1]], sizes)
-            at += len(sib.buffers) - 1
-        if at != len(shapes):
-            raise fail(f"{len(shapes)} buffers for products of {at}")
-        k, shapes = replace(k, siblings=()), shapes[:len(k.buffers)]
+        if len(shapes) != k.step_buffers:
+            raise fail(f"{len(shapes)} buffers for products of {k.step_buffers}")
+        (k, ours), *others = k.products
+        for sib, at in others:
+            check_step(sib, [shapes[i] for i in at], sizes)
+        shapes = [shapes[i] for i in ours]
 
     for buf, shape in zip(k.buffers, shapes, strict=True):
         want = tuple(_size(s, sizes) for s in buf.shape)
