@@ -61,6 +61,10 @@ def _ops(step: Step, own: set[Value]) -> list[str]:
         if v.op.name == "load_matmul" or v.op.name == "matmul":
             out.append(v.op.name)  # its operands are read from memory
             return
+        if v.op.name == "load_matmul_rows":  # its A is computed in the kernel
+            walk(v.operands[0])
+            out.append(v.op.name)
+            return
         for o in v.operands:
             walk(o)
         if v.op.name not in IDENTITY_OPS and v.op.category != "constant":

@@ -64,7 +64,7 @@ NOT_EXPOSED = {
     "erf": "erf is scipy.special's, not NumPy's",
     "round": "NumPy rounds half to even (rint); TCP's round rounds half away from zero",
     "load": "the fusion rules' op, not the user's", "kernel": "the fusion rules' op",
-    "load_matmul": "the fusion rules' op",
+    "load_matmul": "the fusion rules' op", "load_matmul_rows": "the fusion rules' op",
 }
 
 

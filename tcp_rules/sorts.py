@@ -1,9 +1,10 @@
 """Sorts: whether a value is a materialized *tensor* or a kernel *body* (see ops/fusion.py).
 
 ``load`` (and ``load_matmul``, of two tensors) turns tensors into a body and ``kernel`` a body
-into a tensor; every other op keeps the sort of its operands, which must agree. Splat constants
-fit either sort (``ANY``): a literal is a constant of whatever loop nest it appears in. Dense
-constants are data in memory: tensors.
+into a tensor; ``load_matmul_rows`` takes a body (its A) and a tensor and gives a body. Every
+other op keeps the sort of its operands, which must agree. Splat constants fit either sort
+(``ANY``): a literal is a constant of whatever loop nest it appears in. Dense constants are data
+in memory: tensors.
 """
 
 from __future__ import annotations
@@ -27,17 +28,19 @@ class Sort(enum.Enum):
         return "a kernel body" if self is Sort.BODY else "a tensor"
 
 
-# The sort each fusion op requires of its operands and gives its result.
-BOUNDARY = {"load": (Sort.TENSOR, Sort.BODY), "kernel": (Sort.BODY, Sort.TENSOR),
-            "load_matmul": (Sort.TENSOR, Sort.BODY)}
+# The sort each fusion op requires of each operand, and the sort of its result.
+BOUNDARY: dict[str, tuple[tuple[Sort, ...], Sort]] = {
+    "load": ((Sort.TENSOR,), Sort.BODY), "kernel": ((Sort.BODY,), Sort.TENSOR),
+    "load_matmul": ((Sort.TENSOR, Sort.TENSOR), Sort.BODY),
+    "load_matmul_rows": ((Sort.BODY, Sort.TENSOR), Sort.BODY)}
 
 
 def apply_sort(op: OpDef, operands: Sequence[Sort]) -> Sort:
     """The sort of ``op`` applied to operands of these sorts; ShapeError naming the operand
     whose sort does not fit."""
     if op.name in BOUNDARY:
-        want, result = BOUNDARY[op.name]
-        for i, s in enumerate(operands):
+        wants, result = BOUNDARY[op.name]
+        for i, (s, want) in enumerate(zip(operands, wants, strict=True)):
             if not s.fits(want):
                 hint = ("materialize it with kernel(...)" if want is Sort.TENSOR
                         else "read tensors into a body with load(...)")

@@ -38,7 +38,7 @@ from tcp_rules.codegen.binmath import ULP_BOUNDS as BINARY_ULP_BOUNDS
 from tcp_rules.codegen.mathlib import ULP_BOUNDS
 from tcp_rules.interpret import _concrete_attrs, bind_symbols, evaluate
 from tcp_rules.ir import Apply, Func, Param
-from tcp_rules.ops import IDENTITY_OPS, OPS
+from tcp_rules.ops import IDENTITY_OPS, MATMULS, OPS
 from tcp_rules.types import DType, TensorType, finfo, is_float_array
 
 # Derivative bounds of the math functions (|f'| over the reals) for the operand's error.
@@ -189,9 +189,11 @@ def _propagate(func: Func, arrays: Sequence[np.ndarray], trace: dict[int, np.nda
             e = np.full(out.shape, np.inf if any((x > 0).any() for x in errs) else 0.0)
         elif val.op.category == "reduce":
             e = _reduce(op, args[0], errs[0], attrs, out)
-        elif op in ("matmul", "load_matmul"):
+        elif op in MATMULS:
             a, b = (np.abs(x.astype(np.float64)) for x in args)
             ea, eb = errs
+            if op == "load_matmul_rows":  # A regrouped, its last two axes kept
+                a, ea = (t.reshape(*out.shape[:-2], *t.shape[-2:]) for t in (a, ea))
             e = a @ eb + ea @ b + ea @ eb + gamma(args[0].shape[-1], dt) * ((a + ea) @ (b + eb))
         elif val.op.category == "compare":
             e = _flips(args[0], args[1], errs[0], errs[1]).astype(np.float64)

@@ -23,7 +23,7 @@ from tcp_rules import build as tb
 from tcp_rules.codegen import compile_func
 from tcp_rules.codegen.mathlib import ULP_BOUNDS
 from tcp_rules.interpret import evaluate
-from tcp_rules.ops import OPS
+from tcp_rules.ops import MATMULS, OPS
 from tcp_rules.types import DType
 
 F32, F64, I32, I64, I1 = DType.F32, DType.F64, DType.I32, DType.I64, DType.I1
@@ -139,6 +139,6 @@ def test_every_op_has_a_lowering() -> None:
     from tcp_rules.codegen.lower import REDUCE_KIND
 
     structural = {"splat", "dense", "broadcast", "transpose", "reshape", "slice", "concat",
-                  "gather", "pad", "matmul", "load", "kernel", "load_matmul", *REDUCE_KIND}
+                  "gather", "pad", "load", "kernel", *MATMULS, *REDUCE_KIND}
     missing = [name for name in OPS if name not in LOWERINGS and name not in structural]
     assert not missing, f"ops without an LLVM lowering: {missing}"

@@ -96,8 +96,8 @@ def run(op: str, args: Sequence[np.ndarray | float | int | bool],
             inputs.append(a)
         else:
             operands.append(a)
-    if op == "kernel":  # kernel takes a body: read the parameters into one
-        operands = [tb.load(x) if isinstance(x, Value) else x for x in operands]
+    if op in ("kernel", "load_matmul_rows"):  # they take a body: read the first into one
+        operands[0] = tb.load(operands[0]) if isinstance(operands[0], Value) else operands[0]
     result = build_apply(op, operands, attrs or {})
     f.ret(tb.kernel(result) if result.sort is Sort.BODY else result)
     (out,) = evaluate(f.finish(), inputs)
@@ -423,6 +423,13 @@ CASES: list[Case] = [
     C("kernel", "i1", np.array([True, False]), expect=np.array([True, False])),
     C("load_matmul", "as matmul", np.array([[1.0, 2.0]], np.float32),
       np.array([[3.0], [-0.5]], np.float32), expect=np.array([[2.0]], np.float32)),
+    C("load_matmul_rows", "as matmul", np.array([[1.0, 2.0], [0.0, -1.0]], np.float32),
+      np.array([[3.0], [-0.5]], np.float32), shape=[2, 2],
+      expect=np.array([[2.0], [0.5]], np.float32)),
+    C("load_matmul_rows", "batch axes merged",
+      np.array([[[[1.0, 2.0]]], [[[0.0, -1.0]]]], np.float32),
+      np.array([[[3.0], [-0.5]], [[1.0], [4.0]]], np.float32), shape=[2, 1, 2],
+      expect=np.array([[[2.0]], [[-4.0]]], np.float32)),
 ]
 
 COVERED_OPS = frozenset(c.op for c in CASES)

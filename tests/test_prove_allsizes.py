@@ -15,7 +15,7 @@ z3 = pytest.importorskip("z3", reason="the prove extra (z3-solver) is not instal
 
 from test_prove_formulas import _types_for, _values  # noqa: E402
 
-from tcp_rules.ops import OPS, ShapeError  # noqa: E402
+from tcp_rules.ops import MATMULS, OPS, ShapeError  # noqa: E402
 from tcp_rules.prove.allsizes import prove_instance  # noqa: E402
 from tcp_rules.prove.domain import Ctx, to_numpy  # noqa: E402
 from tcp_rules.prove.formulas import FORMULAS  # noqa: E402
@@ -28,8 +28,7 @@ from tcp_rules.rules.model import Rule  # noqa: E402
 from tcp_rules.types import Dim, DType, TensorType  # noqa: E402
 from tcp_rules.verify.cases import exact_mismatch  # noqa: E402
 
-UNINTERPRETED = {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "matmul",
-                 "load_matmul"}
+UNINTERPRETED = {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", *MATMULS}
 
 
 def test_every_formula_has_a_map_at_symbolic_sizes() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 z3 = pytest.importorskip("z3", reason="the prove extra (z3-solver) is not installed")
 
-from tcp_rules.ops import OPS, OpDef, ShapeError  # noqa: E402
+from tcp_rules.ops import MATMULS, OPS, OpDef, ShapeError  # noqa: E402
 from tcp_rules.prove.domain import Ctx, Unsupported, to_numpy  # noqa: E402
 from tcp_rules.prove.formulas import FORMULAS, UNSUPPORTED  # noqa: E402
 from tcp_rules.prove.scalars import EVEN, ODD  # noqa: E402
@@ -142,7 +142,7 @@ def _types_for(op: OpDef, rng: np.random.Generator) -> list[tuple[list[TensorTyp
         for shape in shapes:
             ts = [TensorType.of(dt, shape)]
             operand_sets = [ts]
-            if op.name == "matmul" or op.name == "load_matmul":
+            if op.name in MATMULS:
                 if len(shape) == 2:
                     operand_sets = [[ts[0], TensorType.of(dt, (shape[1], 2))]]
                 elif len(shape) == 3:

@@ -11,6 +11,13 @@ mask, softmax and P V are then one loop nest over blocks of query rows, as in fl
 except that a block sees all the keys at once (the softmax's rows are whole, so no running
 rescaling is needed).
 
+The program decides, not this module: a product runs inside only where the program reads its A
+with ``load_matmul_rows`` (the fusion rule ``chain-rows`` makes one where the e-graph finds
+``load_matmul(kernel(a), b)``, and the cost model takes it for saving A's write and read). The
+lowering materializes that A and lists its buffer in ``Plan.by_rows``; here the step writing it
+and the product reading it become one where the conditions below hold, and stay two (what
+``load_matmul`` would give) where they do not.
+
 The second product may read V through a strided layout (heads split out of a projection) and
 write through one (heads merged back, strides.py); its epilogue loads nothing; its N is static
 (the scratch is sized by it); its rows and batches are the first's. Steps between the two (V's
@@ -56,13 +63,15 @@ def fuse_row_products(plan: Plan) -> None:
 
 def _reader(plan: Plan, m: Step, r: Step, between: list[Step]
             ) -> Callable[[Size], Size] | None:
-    """Whether ``r`` may run inside ``m``: ``m``'s output is a temporary only ``r`` reads, as
-    its A and not as its B, none of the steps between writes what ``m`` reads (they keep their
-    place, and the fused step runs where ``r`` did), and ``r``'s sizes are ``m``'s. Then the
-    renaming of ``r``'s size parameters to ``m``'s."""
+    """Whether ``r`` may run inside ``m``: ``m``'s output is a temporary that the program reads
+    by rows (``Plan.by_rows``), only ``r`` reads it, as its A and not as its B, none of the
+    steps between writes what ``m`` reads (they keep their place, and the fused step runs where
+    ``r`` did), and ``r``'s sizes are ``m``'s. Then the renaming of ``r``'s size parameters to
+    ``m``'s."""
     mk, rk = m.kernel, r.kernel
     prod = plan.root(m.buffers[-1])
-    if (plan.buffers[prod].kind != "temp" or prod in map(plan.root, plan.results)
+    if (plan.buffers[prod].kind != "temp" or prod not in plan.by_rows
+            or prod in map(plan.root, plan.results)
             or plan.root(r.buffers[0]) != prod or plan.root(r.buffers[1]) == prod
             or not plan.only_readers(prod, m, r)):
         return None

@@ -46,7 +46,7 @@ from tcp_rules.codegen.rowpass import fuse_row_passes
 from tcp_rules.codegen.siblings import fuse_siblings
 from tcp_rules.codegen.strides import has_view, operand_layout, write_through_copies
 from tcp_rules.ir import Apply, Func, Value
-from tcp_rules.ops.fusion import broadcast_hoists
+from tcp_rules.ops.fusion import MATMULS, broadcast_hoists
 from tcp_rules.ops.movement import literal_array
 from tcp_rules.sorts import Sort
 from tcp_rules.types import Dim, DType, dims_product
@@ -249,10 +249,17 @@ class Lowerer:
             pid = self.plan.add_buffer(PlanBuffer(p.type.dtype, p.type.dims, "param",
                                                   param=p.index))
             self.src[id(p)] = self._buffer_src(pid, p.type.dtype)
+        # a load_matmul_rows' A is written where the program computes it, as a kernel term
+        # would be: its step right after what it reads, so that rowpass.py can fuse it into
+        # the product before it and chain.py the load_matmul_rows into both
+        rows_a = {id(v.operands[0]) for v in self.func.values()
+                  if isinstance(v, Apply) and v.op.name == "load_matmul_rows"}
         for v in self.func.values():
             self.values[id(v)] = v
             if isinstance(v, Apply):
                 self.src[id(v)] = self.lower(v)
+                if id(v) in rows_a:
+                    self.buf_of(v)
         claimed: set[int] = set()  # buffers that are results' storage
         for r in self.func.results:
             if self.src[id(r)].lazy is not None:
@@ -375,12 +382,14 @@ class Lowerer:
         if name in REDUCE_KIND:
             s = Src(None, lambda kb, idx: self.reduce(kb, v, idx), 1 + srcs[0].ops)
             return s if self.inline_ok(v, s.ops) else self.materialize(v, s)
-        if name in ("matmul", "load_matmul") and dt not in MATMUL_DTYPES:
+        if name in MATMULS and dt not in MATMUL_DTYPES:
             ops = 2 + sum(s.ops for s in srcs)
             s = Src(None, lambda kb, idx: self.matmul_loop(kb, v, idx), ops)
             return s if self.inline_ok(v, ops) else self.materialize(v, s)
-        if name in ("matmul", "load_matmul"):
-            self.matmul_bufs(v)
+        if name in MATMULS:
+            bufs = self.matmul_bufs(v)
+            if name == "load_matmul_rows":  # A's step: chain.py runs this one inside it
+                self.plan.by_rows.add(self.plan.root(bufs.a))
             s = Src(None, lambda kb, idx: self.acc(kb, v, idx), ops=1)
             return s if self.inline_ok(v, 1) else self.materialize(v, s)
         ops = 1 + sum(s.ops for s in srcs)
@@ -406,13 +415,20 @@ class Lowerer:
         reshaped gets a view of its buffer (made once)."""
         src = matmul_sources(v)
         pa, pb = self.buf_of(src.a), self.buf_of(src.b)
+        shape = v.attr_map.get("shape")  # load_matmul_rows: A regrouped (its batch axes)
+        if shape is not None and tuple(shape) != src.a.type.dims:
+            pa = self._view(pa, src.a.type.dtype, tuple(shape))
         if src.b_shape is not None:
-            key = (pb, src.b_shape)
-            if key not in self.reshaped:
-                self.reshaped[key] = self.plan.add_buffer(PlanBuffer(
-                    src.b.type.dtype, src.b_shape, "view", base=self.plan.root(pb)))
-            pb = self.reshaped[key]
+            pb = self._view(pb, src.b.type.dtype, src.b_shape)
         return OperandBufs(pa, pb, src.b_t, src.a_at, src.b_at)
+
+    def _view(self, pid: int, dtype: DType, shape: tuple[Dim, ...]) -> int:
+        """A view of buffer ``pid``'s storage with ``shape`` (made once)."""
+        key = (pid, shape)
+        if key not in self.reshaped:
+            self.reshaped[key] = self.plan.add_buffer(PlanBuffer(
+                dtype, shape, "view", base=self.plan.root(pid)))
+        return self.reshaped[key]
 
     @staticmethod
     def tensor_of(v: Value) -> Value:
@@ -488,7 +504,13 @@ class Lowerer:
         k = kb.var()
         batch, kv = idx[:-2], Affine.var(k)
         kb.reducing += 1
-        x, y = self.read(a, kb, (*batch, idx[-2], kv)), self.read(b, kb, (*batch, kv, idx[-1]))
+        shape = v.attr_map.get("shape")  # load_matmul_rows: A regrouped, read materialized
+        if shape is not None and tuple(shape) != a.type.dims:
+            pa = self._view(self.buf_of(a), a.type.dtype, tuple(shape))
+            x: Node = Load(a.type.dtype, kb.buf(pa), (*batch, idx[-2], kv))
+        else:
+            x = self.read(a, kb, (*batch, idx[-2], kv))
+        y = self.read(b, kb, (*batch, kv, idx[-1]))
         kb.reducing -= 1
         dt = v.type.dtype
         ct = dt.compute

@@ -87,6 +87,9 @@ class Plan:
     # Values whose shape rule depends on sizes known only at run time (reflect padding of a
     # symbolic axis): re-checked by instantiate with the concrete shapes.
     checks: list[Apply] = field(default_factory=list)
+    # Temporaries that a ``load_matmul_rows`` reads as its A: the program asks that the product
+    # reading one run inside the step that writes it, by blocks of rows (chain.py).
+    by_rows: set[int] = field(default_factory=set)
 
     def add_buffer(self, buf: PlanBuffer) -> int:
         """Append a buffer; its id."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from tcp_rules.egraph.tables_needed import TableNeeds, axis_set, inverse, reduced_perm
-from tcp_rules.ops import OPS, AttrKind, OpDef
+from tcp_rules.ops import MATMULS, OPS, AttrKind, OpDef
 from tcp_rules.types import DType
 
 SORT_OF_ATTR = {AttrKind.INT: "i64", AttrKind.INTS: "IVec", AttrKind.DIMS: "IVec",
@@ -134,8 +134,8 @@ def _sort_rules(op: OpDef) -> list[str]:
     """Sort analysis: load gives bodies, kernel, params and dense constants tensors, splats
     both; any other op has the sort its operands share (concat: that of its first operand)."""
     c = constructor(op)
-    fixed = {"load": ["body"], "load_matmul": ["body"], "kernel": ["tensor"], "dense": ["tensor"],
-             "splat": ["tensor", "body"]}.get(op.name)
+    fixed = {"load": ["body"], "load_matmul": ["body"], "load_matmul_rows": ["body"],
+             "kernel": ["tensor"], "dense": ["tensor"], "splat": ["tensor", "body"]}.get(op.name)
     holes = " ".join("_" for _ in op.attrs)
     if fixed is not None:
         args = " ".join(["_"] * len(op.operands) + ["_"] * len(op.attrs))
@@ -203,7 +203,13 @@ def analysis() -> str:
                 f"       (= sel (reduce-sel (vec-length d) (sorted axes) keep)))\n"
                 f"      ((set (dims e) (unstable-vec-map (unstable-fn \"vec-get\" "
                 f"(vec-push d 1)) sel)) (set (dt e) t)) :ruleset types :name \"type-{op.name}\")")
-        elif op.name in ("matmul", "load_matmul"):
+        elif op.name == "load_matmul_rows":  # A regrouped to s: s with B's columns last
+            rules.append(
+                f"(rule ((= e ({c} a b s)) (= db (dims b)) (= t (dt a)))\n"
+                f"      ((set (dims e) (vec-set s (- (vec-length s) 1) "
+                f"(vec-get db (- (vec-length db) 1)))) (set (dt e) t))"
+                f" :ruleset types :name \"type-{op.name}\")")
+        elif op.name in MATMULS:
             rules.append(
                 f"(rule ((= e ({c} a b)) (= da (dims a)) (= db (dims b)) (= t (dt a))\n"
                 f"       (= 2 (vec-length da)))\n"

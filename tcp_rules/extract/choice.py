@@ -10,6 +10,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 
 from tcp_rules.extract.cost import CostModel, kernel_totals
+from tcp_rules.extract.rows import Node, chained_rows
 from tcp_rules.extract.snapshot import ENode, Snapshot
 from tcp_rules.ops import AttrKind, OpDef
 from tcp_rules.sorts import Sort
@@ -70,7 +71,32 @@ def node_costs(snap: Snapshot, model: CostModel) -> dict[tuple[int, int], float]
                 if key is not None:
                     memo[key] = cost
             out[(c.id, i)] = cost
+    _unchained_rows(snap, out)
     return out
+
+
+def _unchained_rows(snap: Snapshot, costs: dict[tuple[int, int], float]) -> None:
+    """Rule out each load_matmul_rows that the code generator would not run as written
+    (extract/rows.py): its cost leaves out A's write and read, which would then happen."""
+    if not any(n.op is not None and n.op.name == "load_matmul_rows"
+               for c in snap.classes.values() for n in c.nodes):
+        return
+    at: list[tuple[int, int]] = []  # (class, index) of each node
+    nodes: list[Node[int]] = []
+    for c in snap.classes.values():
+        for i, n in enumerate(c.nodes):
+            if n.op is not None:
+                at.append((c.id, i))
+                nodes.append(Node(c.id, n.op.name, n.op.category, dict(n.attrs), n.children))
+    classes = snap.classes
+    consts = {c.id for c in classes.values() if c.sort is Sort.ANY or any(
+        n.op is not None and n.op.name == "splat" for n in c.nodes)}
+    ok = chained_rows(nodes, lambda k: classes[k].sort is Sort.BODY,
+                      lambda k: () if (t := classes[k].type) is None else t.dims,
+                      consts.__contains__)
+    for j, node in enumerate(nodes):
+        if node.op == "load_matmul_rows" and j not in ok:
+            costs[at[j]] = INF
 
 
 def _memoizable(op: OpDef | None) -> bool:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from tcp_rules.extract.snapshot import ENode
-from tcp_rules.ops.fusion import broadcast_hoists
+from tcp_rules.ops.fusion import MATMULS, broadcast_hoists
 from tcp_rules.sorts import Sort
 from tcp_rules.types import DType, TensorType
 
@@ -84,10 +84,11 @@ class RooflineCost:
         attrs = dict(node.attrs)
         cost = op.cost.evaluate([(self.shape(a), a.dtype.itemsize) for a in args],
                                 (self.shape(out), out.dtype.itemsize), attrs)
-        matmul = op.name in ("matmul", "load_matmul")
-        flops = cost.flops * (self.matmul_flop_ns if matmul else self.flop_ns)
+        flops = cost.flops * (self.matmul_flop_ns if op.name in MATMULS else self.flop_ns)
         if op.name == "load_matmul":  # reads both operands from memory
             return BODY_EPS + flops + sum(map(self.nbytes, args)) * self.byte_ns
+        if op.name == "load_matmul_rows":  # reads B; A is computed in the loop nest, by rows
+            return BODY_EPS + flops + self.nbytes(args[1]) * self.byte_ns
         if sort is Sort.BODY:
             if self._materializes_in_body(op.name, attrs, out, args):
                 return self.op_ns + 2 * sum(map(self.nbytes, args)) * self.byte_ns + flops

@@ -7,9 +7,10 @@ from typing import Any
 from tcp_rules.build import make_apply
 from tcp_rules.diagnostics import Span
 from tcp_rules.extract.cost import CostModel, kernel_totals
+from tcp_rules.extract.rows import Node, chained_rows
 from tcp_rules.extract.snapshot import ENode, Snapshot, scalar_value
 from tcp_rules.ir import Apply, Func, Value
-from tcp_rules.ops import IDENTITY_OPS, AttrKind, ShapeError
+from tcp_rules.ops import IDENTITY_OPS, OPS, AttrKind, ShapeError
 from tcp_rules.sorts import Sort
 
 
@@ -125,11 +126,20 @@ def kernel_costs(func: Func, model: CostModel) -> dict[Value, float]:
     """The cost of each tensor-level value of ``func``: a kernel of its own, or a ``kernel``
     term with its whole body, as the DAG extractor counts them (cost.kernel_totals)."""
     own: dict[Value, float] = {}
-    for v in func.values():
-        own[v] = 0.0
-        if isinstance(v, Apply):
-            node = ENode(v.op, (), v.attrs)
-            own[v] = model.node_cost(node, v.type, [o.type for o in v.operands], v.sort)
+    applied = [v for v in func.values() if isinstance(v, Apply)]
+    ok = chained_rows([Node(v, v.op.name, v.op.category, v.attr_map, v.operands)
+                       for v in applied], lambda v: v.sort is Sort.BODY, lambda v: v.type.dims,
+                      lambda v: isinstance(v, Apply) and v.op.name == "splat")
+    for p in func.params:
+        own[p] = 0.0
+    for i, v in enumerate(applied):
+        own[v] = model.node_cost(ENode(v.op, (), v.attrs), v.type,
+                                 [o.type for o in v.operands], v.sort)
+        if v.op.name == "load_matmul_rows" and i not in ok:  # A is written, then read
+            a = v.operands[0]
+            own[v] = (model.node_cost(ENode(OPS["load_matmul"], ()), v.type,
+                                      [o.type for o in v.operands], v.sort)
+                      + model.node_cost(ENode(OPS["kernel"], ()), a.type, [a.type]))
     totals = kernel_totals(func.results, lambda v: v.operands if isinstance(v, Apply) else (),
                            lambda v: v.sort is not Sort.TENSOR, own.__getitem__)
     return {v: c for v, c in totals.items() if isinstance(v, Apply)}

@@ -14,7 +14,7 @@ from tcp_rules.ops.core import (
     identity_value,
 )
 from tcp_rules.ops.elementwise import ELEMENTWISE_OPS
-from tcp_rules.ops.fusion import FUSION_OPS, IDENTITY_OPS
+from tcp_rules.ops.fusion import FUSION_OPS, IDENTITY_OPS, MATMULS
 from tcp_rules.ops.linalg import LINALG_OPS
 from tcp_rules.ops.movement import MOVEMENT_OPS
 from tcp_rules.ops.pad import PAD_OPS
@@ -28,5 +28,5 @@ def get_op(name: str) -> OpDef | None:
     return OPS.get(name)
 
 
-__all__ = ["IDENTITY_OPS", "OPS", "AttrKind", "AttrSpec", "Attrs", "CostFormula", "OpCost", "OpDef",
-           "ShapeError", "Traits", "get_op", "identity_value"]
+__all__ = ["IDENTITY_OPS", "MATMULS", "OPS", "AttrKind", "AttrSpec", "Attrs", "CostFormula",
+           "OpCost", "OpDef", "ShapeError", "Traits", "get_op", "identity_value"]

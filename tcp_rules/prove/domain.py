@@ -8,6 +8,7 @@ as reals, for approx obligations). Integers are bit-vectors in both; i1 is a z3 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 import z3
 
-from tcp_rules.types import DType
+from tcp_rules.types import DType, TensorType
 
 FP_SORTS = {DType.F16: (5, 11), DType.BF16: (8, 8), DType.F32: (8, 24), DType.F64: (11, 53)}
 RNE = z3.RNE()
@@ -125,3 +126,20 @@ def _fp_float(e: z3.FPNumRef) -> float:
     normal = e.exponent_as_long(biased=True) != 0
     value = (1 + sig if normal else sig) * (Fraction(2) ** exp)
     return float(-value if e.isNegative() else value)
+
+
+def regrouped_matmul[C, T](reshape: Callable[[C, str, Sequence[T], Sequence[TensorType],
+                                               TensorType, dict[str, Any]], T],
+                           matmul: Callable[[C, str, Sequence[T], Sequence[TensorType],
+                                             TensorType, dict[str, Any]], T]
+                           ) -> Callable[[C, str, Sequence[T], Sequence[TensorType],
+                                          TensorType, dict[str, Any]], T]:
+    """load_matmul_rows' formula from reshape's and matmul's: A regrouped to ``shape``, then
+    the product (tensors.py's formulas at bounded sizes and indexmaps.py's at symbolic ones)."""
+    def fn(c: C, name: str, args: Sequence[T], types: Sequence[TensorType], out: TensorType,
+           attrs: dict[str, Any]) -> T:
+        t = TensorType(types[0].dtype, tuple(attrs["shape"]))
+        a = reshape(c, "reshape", [args[0]], [types[0]], t, {"shape": attrs["shape"]})
+        return matmul(c, "matmul", [a, args[1]], [t, types[1]], out, {})
+    return fn
+

@@ -7,6 +7,7 @@ not (an op without one makes every rule that uses it come back unknown).
 
 from __future__ import annotations
 
+from tcp_rules.prove.domain import regrouped_matmul
 from tcp_rules.prove.scalars import SCALAR_FORMULAS
 from tcp_rules.prove.tensors import (
     TensorFn,
@@ -26,6 +27,7 @@ FORMULAS: dict[str, TensorFn] = {
     "gather": gather,
     **{f"reduce_{k}": reduction for k in ("sum", "prod", "max", "min")},
     "matmul": matmul, "load_matmul": matmul,
+    "load_matmul_rows": regrouped_matmul(movement, matmul),
 }
 
 # Ops with no formula, and why: none at present (float matmul and long float sums are refused

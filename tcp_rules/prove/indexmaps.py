@@ -28,7 +28,7 @@ from typing import Any
 
 import z3
 
-from tcp_rules.prove.domain import Ctx, Unsupported, const, sort_of
+from tcp_rules.prove.domain import Ctx, Unsupported, const, regrouped_matmul, sort_of
 from tcp_rules.prove.scalars import SCALAR_FORMULAS
 from tcp_rules.types import Dim, DType, TensorType
 
@@ -349,4 +349,5 @@ INDEX_FORMULAS: dict[str, SymFn] = {
     "concat": concat, "pad": pad, "gather": gather,
     **{f"reduce_{k}": reduction for k in ("sum", "prod", "max", "min")},
     "matmul": matmul, "load_matmul": matmul,
+    "load_matmul_rows": regrouped_matmul(reshape, matmul),
 }

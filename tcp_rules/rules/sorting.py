@@ -1,9 +1,10 @@
 """Sorts of rule variables: which tensor variables stand for kernel bodies (tcp_rules.sorts).
 
 Sorts are inferred by unification over both sides of a rule: ``load`` and ``load_matmul`` take
-tensors and give a body, ``kernel`` the reverse, every other op shares one sort among its
-operands and result, and a literal fits either. A variable the rule does not constrain is a
-tensor; since every other op treats bodies and tensors alike, such a rule holds for bodies too.
+tensors and give a body, ``kernel`` the reverse, ``load_matmul_rows`` a body and a tensor; every
+other op shares one sort among its operands and result, and a literal fits either. A variable
+the rule does not constrain is a tensor; since every other op treats bodies and tensors alike,
+such a rule holds for bodies too.
 """
 
 from __future__ import annotations
@@ -62,8 +63,8 @@ def _walk(p: Pattern, u: _Unifier) -> object | None:
             key = ("node", id(p))
             kids = [_walk(a, u) for a in args]
             if op.name in BOUNDARY:
-                want, result = BOUNDARY[op.name]
-                for k, a in zip(kids, args, strict=True):
+                wants, result = BOUNDARY[op.name]
+                for k, a, want in zip(kids, args, wants, strict=True):
                     if k is not None:
                         u.fix(k, want, a.span, f"an operand of {op.name}")
                 u.fix(key, result, p.span, f"{op.name}(...)")
@@ -113,7 +114,7 @@ KERNEL_OPS = frozenset(BOUNDARY)
 
 
 def forms_kernels(rule: Rule) -> bool:
-    """Whether ``rule`` mentions kernel, load or load_matmul: it is sort-sensitive (egglog
+    """Whether ``rule`` mentions kernel, load or a load_matmul: it is sort-sensitive (egglog
     checks its variables' sorts) and runs in the default schedule's last phase."""
     stack: list[Pattern] = [rule.lhs, rule.rhs]
     while stack:

@@ -25,7 +25,7 @@ from tcp_rules.build import make_splat
 from tcp_rules.diagnostics import TcpError
 from tcp_rules.interpret import evaluate
 from tcp_rules.ir import Apply, Func, Param
-from tcp_rules.ops import ShapeError
+from tcp_rules.ops import MATMULS, ShapeError
 from tcp_rules.rules.functions import EvalError
 from tcp_rules.rules.instances import Instance
 from tcp_rules.rules.model import Guard, Pattern, Rule
@@ -225,7 +225,7 @@ def longest_reduction(func: Func, trace: dict[int, np.ndarray]) -> int:
     return longest
 
 
-REDUCING = frozenset({"reduce_sum", "reduce_prod", "matmul", "load_matmul"})
+REDUCING = frozenset({"reduce_sum", "reduce_prod"}) | MATMULS
 
 
 def make_case(rule: Rule, direction: str, mode: str, inst: Instance, setup: Setup,

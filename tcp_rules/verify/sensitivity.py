@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from tcp_rules.ir import Apply, Func, Param, Value
-from tcp_rules.ops import IDENTITY_OPS, OPS
+from tcp_rules.ops import IDENTITY_OPS, MATMULS, OPS
 from tcp_rules.types import DType, TensorType, is_float_array
 
 Arr = np.ndarray
@@ -105,8 +105,11 @@ def _apply(v: Apply, args: list[Arr], bounds: list[Arr], out: Arr) -> Arr:
     if name == "reduce_sum":
         return np.asarray(v.op.reference(bounds, attrs, f64), dtype=np.float64) + mag
     x64 = [a.astype(np.float64) for a in args]
-    if name in ("matmul", "load_matmul"):
-        return np.abs(x64[0]) @ bounds[1] + bounds[0] @ np.abs(x64[1]) + mag
+    if name in MATMULS:
+        a, ea = x64[0], bounds[0]
+        if name == "load_matmul_rows":  # A regrouped: its last two axes kept
+            a, ea = (t.reshape(*out.shape[:-2], *t.shape[-2:]) for t in (a, ea))
+        return np.abs(a) @ bounds[1] + ea @ np.abs(x64[1]) + mag
     if name == "reduce_prod":
         rel = np.divide(bounds[0], np.abs(x64[0]), out=np.zeros_like(bounds[0]),
                         where=x64[0] != 0)

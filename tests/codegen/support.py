@@ -14,6 +14,7 @@ from tcp_rules import build as tb
 from tcp_rules.codegen import jit
 from tcp_rules.codegen.irbase import F32, I64, IR, PTR, VOID, Body
 from tcp_rules.ir import Func, Value
+from tcp_rules.sorts import Sort
 from tcp_rules.types import DType
 
 FLOAT_EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -2.5, 2.5, np.inf, -np.inf, np.nan,
@@ -90,18 +91,49 @@ def binary(op: str, dt: DType, shape: str = "N") -> Func:
 
 def fuse_everything(func: Func) -> Func:
     """``func`` with every op inside kernel bodies: each parameter and dense constant is loaded
-    once and each result is ``kernel(body)``; the lowering materializes only what it must."""
+    once and each result is ``kernel(body)``; the lowering materializes only what it must. A
+    matmul that the code generator can run by A's rows (extract/rows.py) becomes
+    ``load_matmul_rows`` of that A and of B as ``func`` computes it, as the fusion rule
+    chain-rows and extraction would make it (codegen/chain.py then runs it so)."""
     from tcp_rules.build import make_apply
+    from tcp_rules.extract.rows import Node, chained_rows
     from tcp_rules.ir import Apply, Param
     from tcp_rules.ops import OPS
 
-    new: dict[int, Value] = {}
-    for v in func.values():
-        if isinstance(v, Param) or (isinstance(v, Apply) and v.op.name == "dense"):
-            new[id(v)] = make_apply(OPS["load"], [v], {})
-        else:
+    def rebuild(rows: set[int]) -> dict[int, Value]:
+        new: dict[int, Value] = {}
+        for v in func.values():
+            if isinstance(v, Param) or (isinstance(v, Apply) and v.op.name == "dense"):
+                new[id(v)] = make_apply(OPS["load"], [v], {})
+                continue
             assert isinstance(v, Apply)
-            new[id(v)] = make_apply(v.op, [new[id(o)] for o in v.operands], dict(v.attrs))
+            if v.op.name == "matmul" and id(v) in rows:
+                a = v.operands[0]
+                new[id(v)] = make_apply(OPS["load_matmul_rows"], [new[id(a)], v.operands[1]],
+                                        {"shape": a.type.dims})
+            else:
+                new[id(v)] = make_apply(v.op, [new[id(o)] for o in v.operands], dict(v.attrs))
+        return new
+
+    # start from every matmul of a computed A, keep those the code generator runs as written
+    rows = {id(v) for v in func.values() if isinstance(v, Apply) and v.op.name == "matmul"
+            and isinstance(v.operands[0], Apply) and v.operands[0].op.name != "dense"}
+    while True:
+        new = rebuild(rows)
+        key = {id(u): k for k, u in new.items()}  # (B of load_matmul_rows: func's own value)
+        owners = [(k, u) for k, u in new.items() if isinstance(u, Apply)]
+        # a matmul in a body reads its operands from memory: a load_matmul
+        nodes = [Node(k, "load_matmul" if u.op.name == "matmul" else u.op.name, u.op.category,
+                      u.attr_map, tuple(key.get(id(o), id(o)) for o in u.operands))
+                 for k, u in owners]
+        bodies = {k for k, u in new.items() if u.sort is Sort.BODY}
+        shapes = {k: u.type.dims for k, u in new.items()}
+        consts = {k for k, u in owners if u.op.name == "splat"}
+        ok = chained_rows(nodes, bodies.__contains__, shapes.__getitem__, consts.__contains__)
+        kept = {owners[i][0] for i in ok}
+        if kept == rows:
+            break
+        rows = kept
     results = tuple(make_apply(OPS["kernel"], [new[id(r)]], {}) for r in func.results)
     return Func(func.name, func.params, results, func.result_types)
 

@@ -357,7 +357,7 @@ def _body_values(body: Value) -> list[Value]:
             continue
         seen[id(u)] = u
         if isinstance(u, Apply) and u.op.name not in ("load", "load_matmul"):
-            stack.extend(u.operands)
+            stack.extend(u.operands[:1] if u.op.name == "load_matmul_rows" else u.operands)
     return list(seen.values())
 
 
@@ -365,8 +365,9 @@ def _loaded(inside: Sequence[Value]) -> list[Value]:
     """The tensors a kernel body reads, in a stable order (first read first)."""
     out: list[Value] = []
     for u in reversed(inside):
-        if isinstance(u, Apply) and u.op.name in ("load", "load_matmul"):
-            out.extend(o for o in u.operands if all(o is not x for x in out))
+        if isinstance(u, Apply) and u.op.name in ("load", "load_matmul", "load_matmul_rows"):
+            read = u.operands[1:] if u.op.name == "load_matmul_rows" else u.operands  # B only
+            out.extend(o for o in read if all(o is not x for x in out))
     return out
 
 
@@ -378,6 +379,8 @@ def _deps(v: Value) -> list[Value]:
         return _loaded(_body_values(v.operands[0]))
     if v.op.name in ("load", "load_matmul"):
         return []  # inside a group: its operands are the group's block arguments
+    if v.op.name == "load_matmul_rows":
+        return [v.operands[0]]  # its A is in the group, its B a block argument
     return list(v.operands)
 
 

@@ -41,7 +41,7 @@ UNARY = ("tanh", "sigmoid", "sqrt", "ceil", "floor", "round", "round_even", "cos
 BINARY = ("add", "sub", "mul", "atan2")
 # ops of our table written as tcpr.<name>; those mlir-tcp has are written as tcp.<name>
 EXTENSION = tuple(n for n in TABLE if n not in UNARY + BINARY + (
-    "clamp", "cast", "splat", "dense", "load", "kernel", "load_matmul"))
+    "clamp", "cast", "splat", "dense", "load", "kernel", "load_matmul", "load_matmul_rows"))
 REFUSED = {"custom_op": "a custom op is opaque to tcp-rules",
            "gather_nd": "tcp-rules has no gather over several dims"}
 
@@ -313,13 +313,19 @@ def _affine(items: Sequence[Elem], env: Mapping[str, Dim]) -> Dim | None:
 
 # tcpr.<op>: our ops, their dims attributes as index groups, the rest as attributes ---------
 
-def _extension(name: str) -> Handler:
+def _extension(name: str, tensors: tuple[int, ...] = ()) -> Handler:
+    """tcpr.<name>; the operands at ``tensors`` are block arguments of a group read as tensors
+    (load_matmul_rows' B), not loaded into its body."""
     opdef = TABLE[name]
 
     def read(ctx: FuncContext, op: Op) -> Sequence[Result]:
         v = view(op)
         _one_result(ctx, v)
         args: list[TValue | Literal] = [ctx.operand(e) for e in v.operands]
+        for i in tensors:
+            x = args[i] if i < len(args) else None
+            if isinstance(x, Apply) and x.op.name == "load":
+                args[i] = x.operands[0]
         attrs: dict[str, object] = {}
         for spec in opdef.attrs:
             if spec.kind is AttrKind.DIMS:
@@ -381,6 +387,7 @@ def _table() -> Mapping[str, Handler]:
     for n in EXTENSION:
         table[f"tcpr.{n}"] = _extension(n)
     table["tcpr.load_matmul"] = _load_matmul
+    table["tcpr.load_matmul_rows"] = _extension("load_matmul_rows", tensors=(1,))
     table["tcp.concat"] = _extension("concat")  # mlir-tcp before its #50 (now tensor.concat)
     return table
 
