@@ -18,7 +18,10 @@ Elsewhere it writes A first, which the cost of ``load_matmul_rows`` leaves out. 
 never picks one that fails these (choice.node_costs), and a program's cost counts one that
 holds anyway as what it runs, ``load_matmul(kernel(a), b)`` (decode.kernel_costs); the
 code generator's own conditions are in codegen/rowpass.py and chain.py. In an
-e-graph the properties are an e-class's: true when any of its e-nodes has them.
+e-graph the properties are an e-class's, true when any of its e-nodes has them, so one case
+slips through: a fourth product whose A's class also holds a second one (the attention example
+at S = 19 takes ((P x) Wv) Wo, as x Wv = V is in that class). The code generator then writes
+that A, and the kernel listing shows its step without an estimate.
 """
 
 from __future__ import annotations
