@@ -90,6 +90,7 @@ def _rows_space(args: Sequence[TensorType], fresh: Callable[[], Dim]
     if len(dims) == 4:  # two batch axes merged into one
         yield {"shape": (dims[0] * dims[1], *dims[2:])}
 
+
 FUSION_OPS: tuple[OpDef, ...] = (
     OpDef(name="load", doc="read a materialized tensor into a kernel body (the identity)",
           operands=("x",), attrs=(), infer=_same_type, reference=_identity,
