@@ -39,6 +39,7 @@ from tcp_rules.codegen.mathlib import ULP_BOUNDS
 from tcp_rules.interpret import _concrete_attrs, bind_symbols, evaluate
 from tcp_rules.ir import Apply, Func, Param
 from tcp_rules.ops import IDENTITY_OPS, MATMULS, OPS
+from tcp_rules.ops.fusion import regrouped_rows
 from tcp_rules.types import DType, TensorType, finfo, is_float_array
 
 # Derivative bounds of the math functions (|f'| over the reals) for the operand's error.
@@ -193,7 +194,7 @@ def _propagate(func: Func, arrays: Sequence[np.ndarray], trace: dict[int, np.nda
             a, b = (np.abs(x.astype(np.float64)) for x in args)
             ea, eb = errs
             if op == "load_matmul_rows":  # A regrouped, its last two axes kept
-                a, ea = (t.reshape(*out.shape[:-2], *t.shape[-2:]) for t in (a, ea))
+                a, ea = (regrouped_rows(t, out.shape) for t in (a, ea))
             e = a @ eb + ea @ b + ea @ eb + gamma(args[0].shape[-1], dt) * ((a + ea) @ (b + eb))
         elif val.op.category == "compare":
             e = _flips(args[0], args[1], errs[0], errs[1]).astype(np.float64)

@@ -414,13 +414,20 @@ class Lowerer:
         """The buffers a matmul kernel for ``v`` reads (matmul_sources); a source read
         reshaped gets a view of its buffer (made once)."""
         src = matmul_sources(v)
-        pa, pb = self.buf_of(src.a), self.buf_of(src.b)
-        shape = v.attr_map.get("shape")  # load_matmul_rows: A regrouped (its batch axes)
-        if shape is not None and tuple(shape) != src.a.type.dims:
-            pa = self._view(pa, src.a.type.dtype, tuple(shape))
+        pa = self._regrouped_a(v)
+        pa = self.buf_of(src.a) if pa is None else pa  # (A first: steps keep the program's order)
+        pb = self.buf_of(src.b)
         if src.b_shape is not None:
             pb = self._view(pb, src.b.type.dtype, src.b_shape)
         return OperandBufs(pa, pb, src.b_t, src.a_at, src.b_at)
+
+    def _regrouped_a(self, v: Apply) -> int | None:
+        """A load_matmul_rows' A regrouped to its ``shape``: a view of A's buffer (None where
+        the shape is A's own, or ``v`` is another matmul)."""
+        a, shape = v.operands[0], v.attr_map.get("shape")
+        if shape is None or tuple(shape) == a.type.dims:
+            return None
+        return self._view(self.buf_of(a), a.type.dtype, tuple(shape))
 
     def _view(self, pid: int, dtype: DType, shape: tuple[Dim, ...]) -> int:
         """A view of buffer ``pid``'s storage with ``shape`` (made once)."""
@@ -504,12 +511,9 @@ class Lowerer:
         k = kb.var()
         batch, kv = idx[:-2], Affine.var(k)
         kb.reducing += 1
-        shape = v.attr_map.get("shape")  # load_matmul_rows: A regrouped, read materialized
-        if shape is not None and tuple(shape) != a.type.dims:
-            pa = self._view(self.buf_of(a), a.type.dtype, tuple(shape))
-            x: Node = Load(a.type.dtype, kb.buf(pa), (*batch, idx[-2], kv))
-        else:
-            x = self.read(a, kb, (*batch, idx[-2], kv))
+        pa = self._regrouped_a(v)  # (read materialized, through a view)
+        x: Node = (self.read(a, kb, (*batch, idx[-2], kv)) if pa is None
+                   else Load(a.type.dtype, kb.buf(pa), (*batch, idx[-2], kv)))
         y = self.read(b, kb, (*batch, kv, idx[-1]))
         kb.reducing -= 1
         dt = v.type.dtype

@@ -77,10 +77,15 @@ def _infer_rows(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
     return _MATMUL.infer([_regrouped(args[0], attrs), args[1]], {})
 
 
+def regrouped_rows(a: np.ndarray, out_shape: Sequence[int]) -> np.ndarray:
+    """load_matmul_rows' A as it multiplies it, given the product's shape ``out_shape``: the
+    product's batch axes, then ``a``'s rows and columns (the values, or their error bounds)."""
+    return a.reshape(*out_shape[:-2], *a.shape[-2:])
+
+
 def _rows_reference(a: Sequence[np.ndarray], attrs: Attrs, out: TensorType) -> np.ndarray:
-    shape = tuple(int(d.const if isinstance(d, Dim) and d.const is not None else d)
-                  for d in attrs["shape"])
-    return _MATMUL.reference([a[0].reshape(shape), a[1]], {}, out)
+    assert out.shape is not None, "the reference runs on concrete types"
+    return _MATMUL.reference([regrouped_rows(a[0], out.shape), a[1]], {}, out)
 
 
 def _rows_space(args: Sequence[TensorType], fresh: Callable[[], Dim]

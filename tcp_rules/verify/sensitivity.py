@@ -21,6 +21,7 @@ import numpy as np
 
 from tcp_rules.ir import Apply, Func, Param, Value
 from tcp_rules.ops import IDENTITY_OPS, MATMULS, OPS
+from tcp_rules.ops.fusion import regrouped_rows
 from tcp_rules.types import DType, TensorType, is_float_array
 
 Arr = np.ndarray
@@ -108,7 +109,7 @@ def _apply(v: Apply, args: list[Arr], bounds: list[Arr], out: Arr) -> Arr:
     if name in MATMULS:
         a, ea = x64[0], bounds[0]
         if name == "load_matmul_rows":  # A regrouped: its last two axes kept
-            a, ea = (t.reshape(*out.shape[:-2], *t.shape[-2:]) for t in (a, ea))
+            a, ea = (regrouped_rows(t, out.shape) for t in (a, ea))
         return np.abs(a) @ bounds[1] + ea @ np.abs(x64[1]) + mag
     if name == "reduce_prod":
         rel = np.divide(bounds[0], np.abs(x64[0]), out=np.zeros_like(bounds[0]),
