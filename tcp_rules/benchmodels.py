@@ -17,12 +17,14 @@ Benchmarks, not tests: numbers are reported, never asserted; a mismatch is print
                  "skipped": str | null,          # why it was not measured (then nothing else)
                  "ops": int,
                  "unoptimized": {"kernels": int, "ms": float | null,
-                                 "host_us_per_kernel": float | null},
+                                 "host_us_per_kernel": float | null,
+                                 "matmul_share": float | null},  # as below
                  "optimized" | "no_algebra": {
                      "seconds": float, "stop_reason": str, "phase_stops": [str],
                      "peak_enodes": int | null, "cost_before": float, "cost_after": float,
                      "error": str | null, "kernels": int, "ms": float | null,
                      "host_us_per_kernel": float | null,  # (wall - kernels' time) / kernels
+                     "matmul_share": float | null,  # its matmul kernels' part of kernels' time
                      "speedup": float | null,    # unoptimized ms / this ms
                      "mismatch": str | null}}]}  # null: outputs agree with unoptimized
 """
@@ -215,10 +217,25 @@ def _first_line(e: Exception) -> str:
     return (str(e).strip().splitlines() or [type(e).__name__])[0].removeprefix("error: ")
 
 
-def _timed_call(cf: Any, inputs: Sequence[np.ndarray], hosts: list[float]) -> None:
-    """One call of ``cf``, noting what it cost outside its kernels (CompiledFunc.timed)."""
+@dataclass
+class _Split:
+    """Where a program's calls spent their time: the host's part (a call's wall time less its
+    kernels') and its matmul kernels' share of the kernels' time, one entry per call."""
+
+    host: list[float] = field(default_factory=list)
+    matmul: list[float] = field(default_factory=list)
+
+
+def _timed_call(cf: Any, inputs: Sequence[np.ndarray], split: _Split) -> None:
+    """One call of ``cf``, noting what it cost outside its kernels and how much of its
+    kernels' time its matmuls took (CompiledFunc.timed: each kernel timed in the call)."""
+    from tcp_rules.codegen.kernel import MatmulKernel
+
     _, wall, kernels = cf.timed(*inputs)
-    hosts.append(wall - sum(kernels))
+    split.host.append(wall - sum(kernels))
+    mm = sum(t for t, s in zip(kernels, cf.steps, strict=True)
+             if isinstance(s.kernel, MatmulKernel))
+    split.matmul.append(mm / sum(kernels) if sum(kernels) > 0 else 0.0)
 
 
 def measure(g: Graph, rules: Sequence[Rule], repeats: int, threads: int = 1,
@@ -251,7 +268,7 @@ def measure(g: Graph, rules: Sequence[Rule], repeats: int, threads: int = 1,
         to_save[g.name] = (g.model, {v: (funcs[v], dict(row[v])) for v in VARIANTS})
     runs: dict[str, Callable[[], object]] = {}
     outputs: dict[str, tuple[np.ndarray, ...]] = {}
-    hosts: dict[str, list[float]] = {}
+    splits: dict[str, _Split] = {}
     for k, f in funcs.items():
         stats = row.setdefault(k, {})
         stats["kernels"] = None
@@ -262,15 +279,17 @@ def measure(g: Graph, rules: Sequence[Rule], repeats: int, threads: int = 1,
         except TcpError as e:  # reported in the row; the other programs are still timed
             stats["error"] = f"compile/run: {_first_line(e)}"
             continue
-        runs[k] = functools.partial(_timed_call, cf, inputs, hosts.setdefault(k, []))
+        runs[k] = functools.partial(_timed_call, cf, inputs, splits.setdefault(k, _Split()))
     ms = {k: 1e3 * s for k, s in time_interleaved(runs, repeats).items()}
     base = ms.get("unoptimized")
     for k in funcs:
         row[k]["ms"] = ms.get(k)
         n = row[k]["kernels"]
-        # (hosts[k][0] is the warm-up call's, left out as its time is)
-        row[k]["host_us_per_kernel"] = (1e6 * statistics.median(hosts[k][1:]) / n
-                                        if hosts.get(k) and n else None)
+        # (the first call is the warm-up, left out as its time is)
+        split = splits.get(k)
+        row[k]["host_us_per_kernel"] = (1e6 * statistics.median(split.host[1:]) / n
+                                        if split and n else None)
+        row[k]["matmul_share"] = statistics.median(split.matmul[1:]) if split else None
     for variant in VARIANTS:
         stats, t = row[variant], ms.get(variant)
         stats["speedup"] = base / t if base and t else None
@@ -323,6 +342,9 @@ medians of {repeats} runs in which the three programs take turns, on a {cpu} CPU
   us/k       the unoptimized program's host cost per kernel, in microseconds: (a call's wall
              time - its kernels' time) / kernels, in the same calls (the checked native entry,
              allocation of the results, the runner going from kernel to kernel)
+  mm%        the unoptimized program's matmul kernels' share of its kernels' time: what
+             fusion and rewrites that leave the products alone cannot remove. With its products
+             as fast as they are here, a program is at most 100/mm% times faster
   opt s      seconds the optimizer took (its time limit is a hard deadline)
   stop       why saturation stopped: saturated, fixpoint (rounds of algebra stopped finding
              cheaper programs), or the limit it hit (time, node, iteration)
@@ -338,6 +360,10 @@ def _num(x: float | int | None, fmt: str, width: int) -> str:
     return (format(x, fmt) if x is not None else "-").rjust(width)
 
 
+def _percent(share: float | None) -> float | None:
+    return None if share is None else 100 * share
+
+
 def _cell(stats: dict[str, Any]) -> str:
     sp = stats.get("speedup")
     return (f"{stats['seconds']:>6.1f} {stats['stop_reason']:<11.11} "
@@ -348,9 +374,9 @@ def _cell(stats: dict[str, Any]) -> str:
 def render(report: dict[str, Any]) -> str:
     """The suite's JSON report as a table, notes (skips, errors, mismatches) and legend."""
     head = f"{'opt s':>6} {'stop':<11} {'e-nodes':>7} {'kern':>4} {'ms':>8} {'speedup':>7}"
-    lines = [f"{'':<18}{'':>5} {'unoptimized':>19} | {'all rules':<47}| {'no algebra':<47}|",
-             f"{'graph':<18}{'ops':>5} {'kern':>4} {'ms':>8} {'us/k':>5} | {head} | {head} | "
-             "check"]
+    lines = [f"{'':<18}{'':>5} {'unoptimized':>24} | {'all rules':<47}| {'no algebra':<47}|",
+             f"{'graph':<18}{'ops':>5} {'kern':>4} {'ms':>8} {'us/k':>5} {'mm%':>4} | {head} | "
+             f"{head} | check"]
     notes = []
     for r in report["graphs"]:
         if r["skipped"]:
@@ -361,8 +387,9 @@ def render(report: dict[str, Any]) -> str:
         check = "MISMATCH (" + ", ".join(bad) + ")" if bad else "ok"
         lines.append(f"{r['graph']:<18}{r['ops']:>5} {_num(un['kernels'], 'd', 4)} "
                      f"{_num(un.get('ms'), '.2f', 8)} "
-                     f"{_num(un.get('host_us_per_kernel'), '.1f', 5)} | {_cell(r['optimized'])} | "
-                     f"{_cell(r['no_algebra'])} | {check}")
+                     f"{_num(un.get('host_us_per_kernel'), '.1f', 5)} "
+                     f"{_num(_percent(un.get('matmul_share')), '.0f', 4)} | "
+                     f"{_cell(r['optimized'])} | {_cell(r['no_algebra'])} | {check}")
         for k in ("unoptimized", *VARIANTS):
             for what in ("error", "mismatch"):
                 if r[k].get(what):

@@ -13,6 +13,7 @@ ort = pytest.importorskip("onnxruntime")
 
 from tcp_rules import benchmodels as bm  # noqa: E402
 from tcp_rules.codegen import compile_func  # noqa: E402
+from tcp_rules.diagnostics import Source  # noqa: E402
 from tcp_rules.interpret import evaluate  # noqa: E402
 from tcp_rules.optimize import OptOptions, optimize  # noqa: E402
 from tcp_rules.rules.library import load_standard_library  # noqa: E402
@@ -55,6 +56,7 @@ def test_suite_measures_a_tiny_graph() -> None:
         assert stats["ms"] > 0, k
         # the host's part of a call: positive, and below the whole call's time per kernel
         assert 0 < stats["host_us_per_kernel"] < 1e3 * stats["ms"] / stats["kernels"], k
+        assert stats["matmul_share"] == 0.0, k  # GELU has no product
     for k in bm.VARIANTS:
         stats = row[k]
         assert stats["error"] is None and stats["mismatch"] is None, k
@@ -64,6 +66,30 @@ def test_suite_measures_a_tiny_graph() -> None:
     table = bm.render(report)
     (line,) = [line for line in table.splitlines() if line.startswith("gelu-erf ")]
     assert line.endswith("| ok") and "How to read it" in table
+
+
+def test_matmul_share_counts_the_matmul_kernels_time() -> None:
+    from tcp_rules.pipeline import load_module
+
+    def share(text: str) -> float:
+        func = load_module(Source("<test>", text)).funcs[0]
+        cf = compile_func(func)
+        rng = np.random.default_rng(0)
+        inputs = [rng.standard_normal(p.type.shape).astype(np.float32) for p in func.params]
+        split = bm._Split()
+        bm._timed_call(cf, inputs, split)
+        (got,) = split.matmul
+        return got
+
+    head = "func f(a: f32[64, 64], b: f32[64, 64]) -> f32[64, 64] {\n"
+    assert share(head + "  return matmul(a, b)\n}\n") == 1.0
+    assert share(head + "  return exp(add(a, b))\n}\n") == 0.0
+    # a product, then a softmax over its rows as kernels of their own (--no-opt)
+    rows = "shape=[64, 64], dims=[0]"
+    mixed = share(head + "  p = matmul(a, b)\n"
+                  f"  e = exp(sub(p, broadcast(reduce_max(p, axes=[1]), {rows})))\n"
+                  f"  return div(e, broadcast(reduce_sum(e, axes=[1]), {rows}))\n}}\n")
+    assert 0.0 < mixed < 1.0
 
 
 def test_mismatch_is_reported_not_raised() -> None:
