@@ -30,6 +30,9 @@ Benchmarks, not tests: numbers are reported, never asserted; a mismatch is print
                          "best_peer": str | null, # the fastest peer whose result checked ok
                          "ratio": float | null,   # best peer ms / tcp-rules ms (fresh output)
                          "ratio_out": float | null,      # ... / tcp-rules out= ms
+                         # the middle half of the rounds' paired ratios (the best peer's
+                         # seconds in a round over tcp-rules' in the same round), [q1, q3]:
+                         "ratio_iqr": [float, float] | null, "ratio_out_iqr": ... | null,
                          "kernels": int | null, "kernel_ms": float | null,
                          "host_us_per_kernel": float | null,
                          # tcp-rules out='s throughput (null where it does not apply):
@@ -201,6 +204,17 @@ def _rounds(runners: dict[str, Runner], cf: Any, inputs: list[np.ndarray], repea
     return times, kernels, stream
 
 
+def paired_iqr(peer: Sequence[float], ours: Sequence[float]) -> list[float] | None:
+    """The first and third quartiles of ``peer[i] / ours[i]``, seconds taken in the same round
+    (load that comes and goes between rounds cancels in each ratio); None with fewer than two
+    rounds. Where they bracket 1.0, which engine is faster is within this run's noise."""
+    ratios = [p / o for p, o in zip(peer, ours, strict=True) if o > 0]
+    if len(ratios) < 2:
+        return None
+    q1, _, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
+    return [q1, q3]
+
+
 def _seconds(fn: Callable[[], object]) -> float:
     t0 = time.perf_counter()
     fn()
@@ -214,6 +228,7 @@ def measure(p: Prepared, threads: int, repeats: int, peers: Sequence[str],
     memory-bound workload's bandwidth is set against ``loops``' in the same rounds."""
     row: dict[str, Any] = {"workload": p.workload.name, "ms": {}, "min_ms": {}, "errors": {},
                            "check": {}, "best_peer": None, "ratio": None, "ratio_out": None,
+                           "ratio_iqr": None, "ratio_out_iqr": None,
                            "kernels": None, "kernel_ms": None, "host_us_per_kernel": None,
                            "gbs": None, "stream_gbs": None, "roofline": None, "gflops": None}
     runners, cf, inputs = _tcpr_runners(p, threads, row)
@@ -245,6 +260,7 @@ def measure(p: Prepared, threads: int, repeats: int, peers: Sequence[str],
         for key, engine in (("ratio", TCPR), ("ratio_out", TCPR_OUT)):
             if engine in row["ms"]:
                 row[key] = row["ms"][best] / row["ms"][engine]
+                row[f"{key}_iqr"] = paired_iqr(times[best], times[engine])
     if kernels and len(kernels[0]) > 1:
         n = row["kernels"] = len(kernels[0]) - 1
         row["kernel_ms"] = 1e3 * statistics.median(sum(k[1:]) for k in kernels)

@@ -28,7 +28,9 @@ machine has more), with every engine told to use T threads.
              (XLA has no thread-count setting)
   torch      eager PyTorch, torch.nn.functional's kernels, torch.set_num_threads(T)
   best peer  the fastest peer whose result passed the check
-  ratio      best peer ms / tcpr ms: above 1, tcp-rules is faster; out=: against tcpr out=
+  ratio      best peer ms / tcpr ms: above 1, tcp-rules is faster; out=: against tcpr out=.
+             Marked ~ where the middle half of the rounds' paired ratios (the best peer's time
+             over tcpr's in the same round) spans 1.0: which is faster is within the noise
   kern       kernels tcp-rules runs; kern ms: their summed time within a call (median)
   host us/k  (a call's wall time - its kernels' time) / kern in microseconds, in the same
              calls: what a call costs outside the kernels (checks, results, the native call).
@@ -58,6 +60,13 @@ def _num(x: float | None, fmt: str, suffix: str = "") -> str:
     return "-" if x is None else format(x, fmt) + suffix
 
 
+def _ratio(row: dict[str, Any], key: str) -> str:
+    """A ratio, "~" after it where its rounds' middle half spans 1.0 (benchpeers.paired_iqr)."""
+    iqr = row.get(f"{key}_iqr")
+    noisy = iqr is not None and iqr[0] <= 1.0 <= iqr[1]
+    return _num(row[key], ".2f", "~" if noisy else "x")
+
+
 def _engines(report: dict[str, Any]) -> list[str]:
     seen = {e for run in report["runs"] for r in run["rows"] for e in r["ms"]}
     seen |= {e for run in report["runs"] for r in run["rows"] for e in r["errors"]}
@@ -84,8 +93,8 @@ def _run_table(run: dict[str, Any], report: dict[str, Any], engines: list[str],
         lines.append(
             f"{titles.get(r['workload'], r['workload']):<18.18}"
             + "".join(f"{_ms(r['ms'].get(e)):>10}" for e in engines)
-            + f" | {r['best_peer'] or '-':<11}{_num(r['ratio'], '.2f', 'x'):>7}"
-            f"{_num(r['ratio_out'], '.2f', 'x'):>7} | {_num(r['kernels'], 'd'):>4}"
+            + f" | {r['best_peer'] or '-':<11}{_ratio(r, 'ratio'):>7}"
+            f"{_ratio(r, 'ratio_out'):>7} | {_num(r['kernels'], 'd'):>4}"
             f"{_ms(r['kernel_ms']):>9}{_num(r['host_us_per_kernel'], '.1f'):>10} | {check}")
     return lines
 

@@ -70,6 +70,7 @@ def test_every_installed_engine_ran_and_was_checked(report: dict) -> None:
         assert row["best_peer"] in PEERS
         assert row["ratio"] == pytest.approx(row["ms"][row["best_peer"]] / row["ms"][bp.TCPR])
         assert row["ratio_out"] > 0
+        assert row["ratio_iqr"] is row["ratio_out_iqr"] is None  # one round: no spread
         assert row["kernels"] >= 1 and row["kernel_ms"] > 0
         # a call's wall time and its kernels' times come from the same call: the host's part
         # (checks, results, the native entry) is positive
@@ -100,6 +101,26 @@ def test_scaling_table_sets_each_count_against_the_first() -> None:
     assert "speedup over 1 thread" in head and "4 threads" in cols
     assert line.split("|")[1].split() == ["8.00", "1.00x", "0.8", "GB/s", "91%"]
     assert line.split("|")[2].split() == ["2.50", "3.20x", "2.4", "GB/s", "84%"]
+
+
+def test_ratio_spread_pairs_each_round() -> None:
+    # the rounds' ratios are 2, 2, 1, 0.5, 0.5: each peer time over ours in the same round
+    assert bp.paired_iqr([2, 2, 2, 2, 2], [1, 1, 2, 4, 4]) == [0.5, 2.0]
+    # unpaired, both lists sorted the same way, every ratio would be 1
+    assert bp.paired_iqr([1, 3], [3, 1]) == pytest.approx([1.0, 7 / 3])
+    assert bp.paired_iqr([1.0], [2.0]) is None
+
+
+def test_table_marks_a_ratio_within_the_noise(report: dict) -> None:
+    run = json.loads(json.dumps(report["runs"][0]))
+    relu, mlp = run["rows"]
+    relu |= {"ratio": 1.02, "ratio_iqr": [0.9, 1.1], "ratio_out": 1.2,
+             "ratio_out_iqr": [1.05, 1.3]}
+    mlp |= {"ratio": 0.8, "ratio_iqr": [0.7, 0.9], "ratio_out": 0.8, "ratio_out_iqr": None}
+    table = render({**report, "runs": [run]})
+    r, m = (next(line for line in table.splitlines() if line.startswith(name))
+            for name in ("relu", "mlp"))  # (the run's table comes first)
+    assert "1.02~  1.20x |" in r and "0.80x  0.80x |" in m
 
 
 def test_table_shows_each_row_checked(report: dict) -> None:
