@@ -223,7 +223,7 @@ class _Split:
     kernels') and its matmul kernels' share of the kernels' time, one entry per call."""
 
     host: list[float] = field(default_factory=list)
-    matmul: list[float] = field(default_factory=list)
+    matmul_share: list[float] = field(default_factory=list)
 
 
 def _timed_call(cf: Any, inputs: Sequence[np.ndarray], split: _Split) -> None:
@@ -232,10 +232,11 @@ def _timed_call(cf: Any, inputs: Sequence[np.ndarray], split: _Split) -> None:
     from tcp_rules.codegen.kernel import MatmulKernel
 
     _, wall, kernels = cf.timed(*inputs)
-    split.host.append(wall - sum(kernels))
+    total = sum(kernels)
+    split.host.append(wall - total)
     mm = sum(t for t, s in zip(kernels, cf.steps, strict=True)
              if isinstance(s.kernel, MatmulKernel))
-    split.matmul.append(mm / sum(kernels) if sum(kernels) > 0 else 0.0)
+    split.matmul_share.append(mm / total if total > 0 else 0.0)
 
 
 def measure(g: Graph, rules: Sequence[Rule], repeats: int, threads: int = 1,
@@ -289,7 +290,7 @@ def measure(g: Graph, rules: Sequence[Rule], repeats: int, threads: int = 1,
         split = splits.get(k)
         row[k]["host_us_per_kernel"] = (1e6 * statistics.median(split.host[1:]) / n
                                         if split and n else None)
-        row[k]["matmul_share"] = statistics.median(split.matmul[1:]) if split else None
+        row[k]["matmul_share"] = statistics.median(split.matmul_share[1:]) if split else None
     for variant in VARIANTS:
         stats, t = row[variant], ms.get(variant)
         stats["speedup"] = base / t if base and t else None

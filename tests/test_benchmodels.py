@@ -78,7 +78,7 @@ def test_matmul_share_counts_the_matmul_kernels_time() -> None:
         inputs = [rng.standard_normal(p.type.shape).astype(np.float32) for p in func.params]
         split = bm._Split()
         bm._timed_call(cf, inputs, split)
-        (got,) = split.matmul
+        (got,) = split.matmul_share
         return got
 
     head = "func f(a: f32[64, 64], b: f32[64, 64]) -> f32[64, 64] {\n"
