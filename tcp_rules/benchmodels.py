@@ -24,7 +24,7 @@ Benchmarks, not tests: numbers are reported, never asserted; a mismatch is print
                      "peak_enodes": int | null, "cost_before": float, "cost_after": float,
                      "error": str | null, "kernels": int, "ms": float | null,
                      "host_us_per_kernel": float | null,  # (wall - kernels' time) / kernels
-                     "matmul_share": float | null,  # its matmul kernels' part of kernels' time
+                     "matmul_share": float | null,  # matmul kernels (epilogues in) / all kernels
                      "speedup": float | null,    # unoptimized ms / this ms
                      "mismatch": str | null}}]}  # null: outputs agree with unoptimized
 """
