@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from tcp_rules.egraph.tables_needed import TableNeeds, axis_set, inverse, reduced_perm
 from tcp_rules.ops import MATMULS, OPS, AttrKind, OpDef
+from tcp_rules.sorts import BOUNDARY
 from tcp_rules.types import DType
 
 SORT_OF_ATTR = {AttrKind.INT: "i64", AttrKind.INTS: "IVec", AttrKind.DIMS: "IVec",
@@ -131,11 +132,12 @@ def _elementwise_rule(op: OpDef) -> str:
 
 
 def _sort_rules(op: OpDef) -> list[str]:
-    """Sort analysis: load gives bodies, kernel, params and dense constants tensors, splats
-    both; any other op has the sort its operands share (concat: that of its first operand)."""
+    """Sort analysis: the fusion ops give their result's sort (sorts.BOUNDARY: load and the
+    load_matmuls bodies, kernel tensors), dense constants tensors, splats both; any other op
+    has the sort its operands share (concat: that of its first operand)."""
     c = constructor(op)
-    fixed = {"load": ["body"], "load_matmul": ["body"], "load_matmul_rows": ["body"],
-             "kernel": ["tensor"], "dense": ["tensor"], "splat": ["tensor", "body"]}.get(op.name)
+    fixed = ({n: [result.value] for n, (_, result) in BOUNDARY.items()}
+             | {"dense": ["tensor"], "splat": ["tensor", "body"]}).get(op.name)
     holes = " ".join("_" for _ in op.attrs)
     if fixed is not None:
         args = " ".join(["_"] * len(op.operands) + ["_"] * len(op.attrs))

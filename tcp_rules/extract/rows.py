@@ -33,8 +33,7 @@ from typing import Any
 
 from tcp_rules.types import Dim
 
-ELEMENTWISE = frozenset({"unary", "binary", "compare", "select", "cast"})
-REDUCES = frozenset({"reduce_sum", "reduce_prod", "reduce_max", "reduce_min"})
+ELEMENTWISE = frozenset({"unary", "binary", "compare", "select", "cast"})  # op categories
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ def chained_rows[K: Hashable](nodes: Sequence[Node[K]], is_body: Callable[[K], b
         return found
 
     def row_reduce(n: Node[K], k: K) -> bool:
-        return n.op in REDUCES and tuple(n.attrs["axes"]) == (len(dims(k)) - 1,)
+        return n.category == "reduce" and tuple(n.attrs["axes"]) == (len(dims(k)) - 1,)
 
     def reads_product(n: Node[K], k: K) -> bool:
         if is_body(k):  # any op of a body, and the kernel materializing it
@@ -81,14 +80,14 @@ def chained_rows[K: Hashable](nodes: Sequence[Node[K]], is_body: Callable[[K], b
     # that does through views (an imported graph's heads split out of the product's batch)
     products = spread([n.owner for n in nodes if n.op in ("load_matmul", "load_matmul_rows")],
                       reads_product, bodies=False)
-    passes = spread([n.owner for n in nodes if n.op in REDUCES and n.children[0] in products
+    passes = spread([n.owner for n in nodes if n.category == "reduce" and n.children[0] in products
                      and row_reduce(n, n.children[0])],
                     lambda n, k: n.category in ELEMENTWISE or n.op == "broadcast"
                     or row_reduce(n, k))
 
     def plain_readers(k: K) -> bool:  # the product's epilogue loads and reduces nothing
         return not any(
-            n.op in REDUCES or (n.category in ELEMENTWISE and any(
+            n.category == "reduce" or (n.category in ELEMENTWISE and any(
                 c != k and not is_const(c) for c in n.children))
             or (n.op == "load_matmul_rows" and n.children[0] != k) for n in parents[k])
 
