@@ -254,11 +254,12 @@ def _optimize(ir_text: str, vectorize: bool, t: Target, jit: bool = True
     # Loops are unrolled after O3 (below), not within it: O3 fully unrolls loops of a few
     # known iterations before the loop vectorizer runs, and the rows of 12 or 16 elements
     # that left were vectorized from straight-line code instead, five times slower with
-    # AVX-512; and its unrolling of a whole row after vectorization, every load of a 4 KiB row
-    # issued at once, streamed worse. Measured interleaved in one process (Zen 4, one thread,
-    # AVX-512 and x86-64-v3 code): relu of [N, 12] and [N, 16] 4.5-5.2x faster with AVX-512,
-    # layernorm and RMSNorm of 4096x1024 1.26-1.39x, a 2048^2 transpose 1.15-1.67x, the peers
-    # suite's other programs and the matmuls within 3% either way, results bit-identical.
+    # AVX-512; and a row kernel it unrolled whole after vectorization (a 4 KiB row's loads
+    # all at once) streamed worse. Measured interleaved in one process (Zen 4, one and two
+    # threads, AVX-512 and x86-64-v3 code): relu of [N, 12] and [N, 16] 4.5-5.5x faster with
+    # AVX-512, layernorm of 4096x1024 1.08-1.39x and RMSNorm 1.26-1.33x, a 2048^2 transpose
+    # 1.15-1.67x, the peers suite's other programs and the matmuls within 3% either way,
+    # results bit-identical (benchmarks/README.md).
     pto.loop_unrolling = False
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
