@@ -486,11 +486,11 @@ class KernelEmitter(BodyEmitter):
 
         The lines go to L2, not L1 (locality 2, x86's prefetcht1): on Zen 4 a burst of 32
         prefetches into L1 held the L1's miss buffers the row's own loads wait for, and made
-        softmax, layernorm and RMSNorm slower than no prefetch at all; into L2 they were 1.03-1.4x
-        faster than into L1 and 0.95-1.19x as fast as with none (softmax at two threads the one
-        below 1; one and two threads, 4096x1024, interleaved), the next row's loads then hitting
-        L2. The 1.2x above was measured on Intel (Emerald Rapids) with prefetches into L1; L2 has
-        not been measured there."""
+        softmax and RMSNorm slower than no prefetch at all (layernorm about as fast); into L2
+        they were 1.03-1.4x faster than into L1 and 0.95-1.19x as fast as with none (softmax at
+        two threads the one below 1; one and two threads, 4096x1024, interleaved), the next
+        row's loads then hitting L2. The 1.2x above was measured on Intel (Emerald Rapids) with
+        prefetches into L1; L2 has not been measured there."""
         row = self.scopes.innermost(self.scopes.deps[n])
         if row not in self.dom:
             return
