@@ -37,11 +37,12 @@ from tcp_rules.ops.elementwise import round_half_away, sigmoid
 from tcp_rules.pipeline import load_module_file
 
 PROGRAM_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "programs"
-PROGRAMS = ["fma_relu", "gelu", "bias_relu", "softmax", "layernorm", "sum", "matmul_bias_relu",
-            "transpose"]
+PROGRAMS = ["fma_relu", "gelu", "bias_relu", "softmax", "layernorm", "sum", "colsum",
+            "matmul_bias_relu", "transpose"]
 UNARY = ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos", "atan",
          "erf", "floor", "ceil", "round", "round_even"]
-CASES = ["fma_relu", "gelu", "bias_relu", "softmax", "layernorm", "sum", "matmul", "transpose",
+CASES = ["fma_relu", "gelu", "bias_relu", "softmax", "layernorm", "sum", "colsum", "matmul",
+         "transpose",
          *(f"unary_{op}" for op in UNARY)]
 BIG = 1 << 24
 ROWS, COLS = 4096, 1024
@@ -69,7 +70,7 @@ def program(name: str) -> Func:
 
 # The symbol sizes of each program's benchmark inputs (the cost model sizes dims with them).
 SIZES: dict[str, dict[str, int]] = {
-    "fma_relu": {"N": BIG}, "gelu": {"N": BIG}, "sum": {"N": BIG},
+    "fma_relu": {"N": BIG}, "gelu": {"N": BIG}, "sum": {"N": BIG}, "colsum": {"N": ROWS, "D": COLS},
     "bias_relu": {"N": ROWS, "D": COLS}, "softmax": {"N": ROWS, "D": COLS},
     "layernorm": {"N": ROWS}, "matmul_bias_relu": {"M": 1024, "K": 1024, "N": 1024},
     "transpose": {"N": 4096, "M": 4096}}
@@ -235,6 +236,16 @@ def variants(name: str, threads: int) -> Iterator[Variant]:
         v.engines["numpy"] = lambda: np.sum(x)
         _add(v, "numexpr", ne, lambda: ne.evaluate("sum(x)", local_dict={"x": x}))
         _add(v, "numba", nb, lambda: nb["sum"](x))
+        yield v
+    elif name == "colsum":
+        x = _rand((ROWS, COLS), 0)
+        out = np.empty(COLS, np.float32)
+        cf = compile_program("colsum", threads)
+        v = Variant("column sums 4096x1024", bytes=4 * ROWS * COLS)
+        v.engines["tcp-rules"] = lambda: cf(x, out=(out,))
+        v.engines["numpy"] = lambda: np.sum(x, axis=0)
+        _add(v, "numexpr", ne, lambda: ne.evaluate("sum(x, axis=0)", local_dict={"x": x}))
+        _add(v, "numba", nb, lambda: nb["colsum"](x, out))
         yield v
     elif name == "matmul":
         n = 1024

@@ -8,7 +8,9 @@ Signature of every generic kernel::
 the runtime can split it across threads. Each body node is emitted once, in the outermost loop
 whose indices it uses (a row reduction in a softmax runs once per row, not per element). A row
 reduction whose body the output computes again stores it in the output row for the output loop
-to load (stash.py: softmax's exp runs once per element, not twice).
+to load (stash.py: softmax's exp runs once per element, not twice). A reduction down the
+columns of the innermost domain loop (a sum over axis 0) runs outside that loop, over blocks of
+columns at once (columns.py), so that it reads along the rows.
 Loop-carried state lives in allocas that SROA promotes to registers before vectorization.
 
 Reductions: only the accumulator update carries ``reassoc`` (so the loop vectorizer may keep
@@ -32,6 +34,7 @@ from collections.abc import Callable
 import llvmlite.ir as ir
 
 from tcp_rules.codegen import mathlib
+from tcp_rules.codegen.columns import Columns, find_columns
 from tcp_rules.codegen.irbase import I8, I32, I64, IR, PTR, VOID, mem_type, reg_type
 from tcp_rules.codegen.kernel import (
     Acc,
@@ -177,6 +180,8 @@ class KernelEmitter(BodyEmitter):
         self.bounds: dict[str, tuple[ir.Value, ir.Value]] = {}
         self.tiled = needs_tiling(k)
         self.stash = find_stash(k, self.scopes)
+        self.columns = Columns(self, find_columns(
+            k, self.scopes, self.stash.reduce if self.stash is not None else None))
         self.fast_exp = mathlib.scale_strategy() == "split"  # vscalefps needs no fast path
         if rerun is not None:
             self.e.trig_flag = self._alloca(I8, "trig.flag")
@@ -328,6 +333,9 @@ class KernelEmitter(BodyEmitter):
         lo, hi = self.bounds.get(nxt, (lo, hi))
         if depth + 1 == len(self.dom) - 2 and self.tiled:
             self._tiles(nxt, lo, hi)
+        elif depth + 2 == len(self.dom) and self.columns.reductions:
+            self.columns.emit(nxt, lo, hi, lambda: self.emit_scope(nxt),
+                              (lambda: None) if self._fast_exps(nxt) else None)
         elif depth + 2 == len(self.dom) and self._fast_exps(nxt):
             self._row_blocks(nxt, lo, hi)
         else:
@@ -373,18 +381,37 @@ class KernelEmitter(BodyEmitter):
         v = store_value(self.e, self.value(k.value), k.output.dtype)
         self.e.b.store(v, self.address(len(k.buffers) - 1, k.out_map()))
 
-    def reduce(self, n: Reduce) -> ir.Value:
-        b, e = self.e.b, self.e
+    @staticmethod
+    def accumulator(n: Reduce) -> tuple[ir.Type, float | int, tuple[ir.Type, int] | None]:
+        """A reduction's accumulator type and initial value, and how its innermost loop is
+        blocked: (the type of a block's partial result, the block's length), or None."""
         dt = n.dtype
         acc_t = reg_type(DType.F64 if dt.compute is DType.F32 and n.kind == "sum" else dt)
         init = {"sum": 0, "prod": 1,  # NumPy's sums start at +0.0: sum([-0.0]) == 0.0
                 "max": identity_value(float("-inf"), dt),
                 "min": identity_value(float("inf"), dt)}[n.kind]
+        if n.kind == "sum" and n.body.dtype is DType.F64:
+            return acc_t, init, (acc_t, F64_SUM_BLOCK)
+        if n.kind == "sum" and acc_t != reg_type(dt):
+            # f32 terms are summed in f32 within blocks, the block sums in f64 (F32_SUM_BLOCK)
+            return acc_t, init, (reg_type(DType.F32), F32_SUM_BLOCK)
+        return acc_t, init, None
+
+    def reduced(self, acc: ir.Value, dt: DType) -> ir.Value:
+        """A reduction's result from its accumulator's value: f16 and bf16 sum in f32 (and
+        f32 in f64), then round once."""
+        acc = self.e.b.fptrunc(acc, reg_type(dt)) if acc.type != reg_type(dt) else acc
+        return quantize(self.e, acc, dt)
+
+    def reduce(self, n: Reduce) -> ir.Value:
+        if n in self.columns:
+            return self.columns.value(n)
+        b, e = self.e.b, self.e
+        dt = n.dtype
+        acc_t, init, blocks = self.accumulator(n)
         acc = self._alloca(acc_t)
         b.store(e.const(acc_t, init), acc)
         body_dt = n.body.dtype
-        # f32 terms are summed in f32 within blocks, and the block sums in f64 (F32_SUM_BLOCK)
-        block_t = reg_type(DType.F32) if n.kind == "sum" and acc_t != reg_type(dt) else None
 
         # A float max/min first runs with either zero allowed for a zero result (three
         # instructions a vector instead of seven with AVX-512), and runs again exactly when
@@ -410,10 +437,8 @@ class KernelEmitter(BodyEmitter):
                     level(j + 1)
                 else:
                     update(acc, acc_t)
-            if j + 1 == len(n.vars) and n.kind == "sum" and body_dt is DType.F64:
-                self._blocked_sum(n, var, self.size(ext), acc, update, acc_t, F64_SUM_BLOCK)
-            elif j + 1 == len(n.vars) and block_t is not None:
-                self._blocked_sum(n, var, self.size(ext), acc, update, block_t, F32_SUM_BLOCK)
+            if j + 1 == len(n.vars) and blocks is not None:
+                self._blocked_sum(n, var, self.size(ext), acc, update, *blocks)
             else:  # one loop: it can run again from the initial accumulator
                 reset = (lambda: b.store(e.const(acc_t, init), acc)) if len(n.vars) == 1 else None
                 self.loop(var, ir.Constant(I64, 0), self.size(ext), inner, reset=reset)
@@ -427,9 +452,7 @@ class KernelEmitter(BodyEmitter):
             level(0)
         else:
             update(acc, acc_t)
-        r = b.load(acc)
-        r = b.fptrunc(r, reg_type(dt)) if acc_t != reg_type(dt) else r
-        return quantize(e, r, dt)  # f16 and bf16 sum in f32 (and f64), then round once
+        return self.reduced(b.load(acc), dt)
 
     def _stash_store(self) -> None:
         """Store the stashed body value at the output element the reduction index stands for."""

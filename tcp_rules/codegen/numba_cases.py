@@ -66,10 +66,17 @@ def kernels() -> dict[str, Callable[..., Any]]:
         return s
 
     @numba.njit
+    def colsum(x: np.ndarray, out: np.ndarray) -> None:
+        out[:] = 0.0
+        for i in range(x.shape[0]):  # along the rows, as a C programmer would write it
+            for j in range(x.shape[1]):
+                out[j] += x[i, j]
+
+    @numba.njit
     def transpose(x: np.ndarray, out: np.ndarray) -> None:
         for i in range(x.shape[1]):
             for j in range(x.shape[0]):
                 out[i, j] = x[j, i]
 
     return {"fma_relu": fma_relu, "gelu": gelu, "bias_relu": bias_relu, "softmax": softmax,
-            "layernorm": layernorm, "sum": total, "transpose": transpose}
+            "layernorm": layernorm, "sum": total, "colsum": colsum, "transpose": transpose}

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tcp_rules.codegen.columns import chunk_columns
 from tcp_rules.codegen.jit import Target
 from tcp_rules.codegen.kernel import MatmulKernel
 from tcp_rules.codegen.plan import Instance, Plan
@@ -401,7 +402,8 @@ def layout(plan: Plan, inst: Instance, addrs: list[tuple[int, int]], threads: in
             rec[SCRATCH_BYTES], rec[NCHUNKS], rec[ALIGN_ROWS] = per_worker, rows, mr
             rec[EXTENT] = groups * batch * m
         else:
-            rec[NCHUNKS], rec[ALIGN_ROWS] = split(si.extent, si.work, 1, threads), 1
+            align = chunk_columns(st.kernel)
+            rec[NCHUNKS], rec[ALIGN_ROWS] = split(si.extent, si.work, align, threads), align
         rec[NARGS] = len(args)
         records.append(rec)
         arglists.append(args)

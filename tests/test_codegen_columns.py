@@ -1,0 +1,167 @@
+"""Reductions down the columns (codegen/columns.py): which reductions qualify, that they match
+the reference (NaN, signed zeros and integer wrap-around included), that a column's result does
+not depend on the column blocks or the threads, and that the column loop is vectorized."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from codegen.support import assert_same, edge_values, tcpr_cache  # noqa: F401
+from numerics import assert_close_to_reference
+
+from tcp_rules.codegen import columns, compile_func, compile_kernel_func, jit
+from tcp_rules.codegen.kernel import Affine, Buffer, Const, Kernel, Load, Op, Reduce
+from tcp_rules.codegen.lower import lower_func
+from tcp_rules.codegen.runtime import kernel_symbols, module_ir
+from tcp_rules.codegen.scopes import compute_scopes
+from tcp_rules.grammar.parser import source_from_bytes
+from tcp_rules.ir import Func
+from tcp_rules.pipeline import load_module
+from tcp_rules.types import DType
+
+F32 = DType.F32
+
+
+def program(text: str) -> Func:
+    return load_module(source_from_bytes("columns.tcp", text.encode())).funcs[0]
+
+
+def reduction(kind: str, dtype: str, axes: str = "[0]", shape: str = "[R, C]",
+              out: str = "[C]") -> Func:
+    """``reduce_<kind>`` of x: ``<dtype><shape>`` over ``axes``."""
+    return program(f"func colred(x: {dtype}{shape}) -> {dtype}{out} {{\n"
+                   f"  return reduce_{kind}(x, axes={axes}, keepdims=false)\n}}\n")
+
+
+def found(func: Func) -> list[list[str]]:
+    """Per kernel of ``func``, the kinds of its column reductions."""
+    out = []
+    for st in lower_func(func).steps:
+        k = st.kernel
+        assert isinstance(k, Kernel)
+        sc = compute_scopes(k.value, [f"d{i}" for i in range(len(k.domain))])
+        out.append([r.kind for r in columns.find_columns(k, sc)])
+    return out
+
+
+def test_which_reductions_run_down_columns() -> None:
+    assert found(reduction("sum", "f32")) == [["sum"]]
+    assert found(reduction("max", "f32", "[0, 1]", "[A, B, C]")) == [["max"]]
+    assert found(reduction("sum", "f32", "[1]", "[A, B, C]", "[A, C]")) == [["sum"]]
+    # along the rows: the reduced axis is the contiguous one
+    assert found(reduction("sum", "f32", "[1]", "[R, C]", "[R]")) == [[]]
+    assert found(reduction("sum", "f32", "[0, 2]", "[A, B, C]", "[B]")) == [[]]
+
+
+def _inputs(dtype: DType, shape: tuple[int, ...], kind: str, seed: int = 0) -> np.ndarray:
+    """Edge values scattered among ordinary ones (for products: values near 1, so that the
+    products stay finite and are not all zero)."""
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
+    if kind == "prod" and dtype.is_float:
+        x = (1 + 0.01 * rng.standard_normal(n)).astype(dtype.np_dtype)
+    else:
+        x = edge_values(dtype, n, seed)
+        rng.shuffle(x)
+        if dtype.is_float and kind == "sum":
+            x[np.abs(x.astype(np.float64)) > 1e20] = 1.0  # keep most columns finite
+    return x.reshape(shape)
+
+
+@pytest.mark.parametrize("kind", ["sum", "max", "min", "prod"])
+@pytest.mark.parametrize("dtype", [DType.F32, DType.F64, DType.I32, DType.F16])
+@pytest.mark.parametrize("block", [columns.COLUMN_BLOCK, 8])
+def test_column_reductions_match_the_reference(kind: str, dtype: DType, block: int,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """1100 rows (two f32 sum blocks of 512 and a part), 37 columns (no whole vector count);
+    blocks of 8 columns: several blocks and a part one."""
+    monkeypatch.setattr(columns, "COLUMN_BLOCK", block)
+    func = reduction(kind, dtype.value)
+    x = _inputs(dtype, (1100, 37), kind)
+    got = compile_func(func, threads=1)(x)
+    assert_close_to_reference(got, func, [x], f"reduce_{kind} {dtype.value}")
+    if kind in ("max", "min") or not dtype.is_float:  # exact: the same bits as NumPy's
+        want = getattr(np, "amax" if kind == "max" else "amin" if kind == "min" else kind)(
+            x, axis=0)
+        assert_same(got[0], want.astype(dtype.np_dtype), f"reduce_{kind} {dtype.value}")
+
+
+@pytest.mark.parametrize(("axes", "shape", "out"), [
+    ("[0, 1]", (9, 130, 21), "[C]"),  # two reduced axes outside the column loop
+    ("[1]", (5, 700, 19), "[A, C]"),  # a column loop inside a loop over A
+])
+def test_column_reductions_of_rank_three(axes: str, shape: tuple[int, ...], out: str) -> None:
+    func = reduction("sum", "f32", axes, "[A, B, C]", out)
+    x = _inputs(DType.F32, shape, "sum", seed=3)
+    assert_close_to_reference(compile_func(func, threads=2)(x), func, [x], axes)
+
+
+def variance_kernel() -> Kernel:
+    """var over axis 0 of x: f32[R, C] in one kernel: its body uses the mean, itself a column
+    reduction, which the variance's accumulation reads from its accumulators."""
+    d0 = Affine.var("d0")
+    rows = Const(F32, 1100.0)
+    mean = Op(F32, "div", (Reduce(F32, "sum", (("r0", "R"),), Load(F32, 0, (Affine.var("r0"),
+                                                                          d0))), rows))
+    dev = Op(F32, "sub", (Load(F32, 0, (Affine.var("r1"), d0)), mean))
+    var = Op(F32, "div", (Reduce(F32, "sum", (("r1", "R"),), Op(F32, "mul", (dev, dev))), rows))
+    return Kernel("var0", (Buffer("x", F32, ("R", "C")), Buffer("out", F32, ("C",))),
+                  ("R", "C"), ("C",), var)
+
+
+VARIANCE = program("""func var0(x: f32[R, C]) -> f32[C] {
+  m = div(reduce_sum(x, axes=[0], keepdims=false), 1100.0)
+  d = sub(x, broadcast(m, shape=[R, C], dims=[1]))
+  return div(reduce_sum(mul(d, d), axes=[0], keepdims=false), 1100.0)
+}
+""")
+
+
+def test_a_column_reduction_using_another() -> None:
+    k = variance_kernel()
+    sc = compute_scopes(k.value, ["d0"])
+    assert [r.vars[0][0] for r in columns.find_columns(k, sc)] == ["r0", "r1"]
+    x = (np.random.default_rng(5).standard_normal((1100, 300)) * 3 + 10).astype(np.float32)
+    got = compile_kernel_func(VARIANCE, k, threads=2)(x)
+    assert_close_to_reference(got, VARIANCE, [x], "variance over axis 0")
+
+
+def test_columns_do_not_depend_on_blocks_or_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each column combines its terms in one order whatever the block of columns and the
+    thread that owns it: the same bits from 1, 2 and 3 threads and blocks of 4096 or 8 (the
+    threads' chunks then start at multiples of 8 columns: chunk_columns)."""
+    func = reduction("sum", "f32")
+    x = (np.random.default_rng(11).standard_normal((3000, 203)) * 100).astype(np.float32)
+    want = compile_func(func, threads=1)(x)[0]
+    for block in (columns.COLUMN_BLOCK, 8):
+        monkeypatch.setattr(columns, "COLUMN_BLOCK", block)
+        for threads in (1, 2, 3):
+            assert_same(compile_func(func, threads=threads)(x)[0], want,
+                        f"blocks of {block}, {threads} threads")
+    var = compile_kernel_func(VARIANCE, variance_kernel(), threads=1)(x)[0]
+    assert_same(compile_kernel_func(VARIANCE, variance_kernel(), threads=3)(x)[0], var,
+                "variance, 3 threads")
+
+
+def test_threads_split_whole_column_blocks() -> None:
+    k_cols = lower_func(reduction("sum", "f32")).steps[0].kernel
+    k_rows = lower_func(reduction("sum", "f32", "[1]", "[R, C]", "[R]")).steps[0].kernel
+    k_inner = lower_func(reduction("sum", "f32", "[1]", "[A, B, C]", "[A, C]")).steps[0].kernel
+    assert isinstance(k_cols, Kernel) and isinstance(k_rows, Kernel)
+    assert isinstance(k_inner, Kernel)
+    assert columns.chunk_columns(k_cols) == columns.COLUMN_BLOCK
+    assert columns.chunk_columns(k_rows) == 1
+    assert columns.chunk_columns(k_inner) == 1  # the threads split A, not the columns
+
+
+@pytest.mark.parametrize(("target", "width"), [("x86-64-v3", 8), ("x86-64-v4", 16)])
+@pytest.mark.parametrize("kind", ["sum", "max"])
+def test_the_column_loop_reads_whole_vectors(target: str, width: int, kind: str) -> None:
+    """The terms come from full-width vector loads along a row. Emitted inside the column loop,
+    the reduction read down a column, one scalar at a time (40x slower than NumPy on
+    4096x1024): over 64 known columns, not one vector load of x."""
+    with jit.targeting(target):
+        (st,) = lower_func(reduction(kind, "f32", shape="[R, 64]", out="[64]")).steps
+        _, syms = kernel_symbols(st.kernel)
+        ir = jit.optimized_ir(module_ir(st.kernel, syms[0]))
+    assert f"load <{width} x float>" in ir
