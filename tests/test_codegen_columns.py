@@ -165,3 +165,32 @@ def test_the_column_loop_reads_whole_vectors(target: str, width: int, kind: str)
         _, syms = kernel_symbols(st.kernel)
         ir = jit.optimized_ir(module_ir(st.kernel, syms[0]))
     assert f"load <{width} x float>" in ir
+
+
+@pytest.mark.parametrize(("m", "n", "batch"), [(1, 300, ()), (300, 1, ()), (1, 70, (4,)),
+                                               (33, 1, (3,))])
+@pytest.mark.parametrize("dtype", [DType.F32, DType.F64, DType.I32])
+def test_vector_products_run_as_loops(m: int, n: int, batch: tuple[int, ...],
+                                      dtype: DType) -> None:
+    """A product with one row of A or one column of B is a sum over k in a loop kernel, not the
+    microkernel (lower._vector_product), with the bias and the relu fused after it as the
+    optimizer writes them. A row times B reads B down its columns."""
+    b_ = "".join(f"{d}, " for d in batch)
+    dt = dtype.value
+    func = program(f"func vp(a: {dt}[{b_}{m}, 515], w: {dt}[{b_}515, {n}], c: {dt}[{n}]) -> "
+                   f"{dt}[{b_}{m}, {n}] {{\n"
+                   f"  return kernel(max(add(load_matmul(a, w), broadcast(load(c), "
+                   f"shape=[{b_}{m}, {n}], dims=[{len(batch) + 1}])), 0))\n}}\n")
+    (st,) = lower_func(func).steps
+    assert isinstance(st.kernel, Kernel)
+    sc = compute_scopes(st.kernel.value, [f"d{i}" for i in range(len(st.kernel.domain))])
+    assert len(columns.find_columns(st.kernel, sc)) == (m == 1)
+    rng = np.random.default_rng(m * n)
+    if dtype.is_float:
+        a, w, c = (rng.standard_normal(s).astype(dtype.np_dtype)
+                   for s in ((*batch, m, 515), (*batch, 515, n), (n,)))
+    else:
+        a, w, c = (rng.integers(-2**20, 2**20, s).astype(dtype.np_dtype)
+                   for s in ((*batch, m, 515), (*batch, 515, n), (n,)))
+    got = compile_func(func, threads=2)(a, w, c)
+    assert_close_to_reference(got, func, [a, w, c], f"{m}x{n} {dt}")

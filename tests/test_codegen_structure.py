@@ -417,7 +417,7 @@ def _static_matmul(dt: DType, batch: int, m: int, k: int, n: int) -> Func:
 
 
 @pytest.mark.parametrize("dt", [F32, F64, I32, I64])
-@pytest.mark.parametrize(("batch", "m", "k"), [(0, 1, 1), (0, 7, 13), (0, 101, 37),
+@pytest.mark.parametrize(("batch", "m", "k"), [(0, 2, 1), (0, 7, 13), (0, 101, 37),
                                                (0, 200, 64), (3, 9, 20)])
 @pytest.mark.parametrize("panels", [0.5, IN_PLACE_PANELS])
 def test_narrow_matmul_reads_a_in_place(dt: DType, batch: int, m: int, k: int,

@@ -15,11 +15,12 @@ F32_SUM_BLOCK terms added in f64, as the row sums), so its result depends neithe
 nor on how the threads split the columns.
 
 A reduction qualifies when it is computed once per output element of the innermost domain loop
-(it uses that loop's index, and only domain indices) and every load of its body that uses its
-own indices reads along the last axis with that loop's index and none of its own: what makes
-the column loop contiguous. Its body may use other such reductions (a variance over axis 0
-uses the mean): they come first, and its accumulation reads their accumulators as the output
-loop does. A body with any other reduction stays as it is.
+(it uses that loop's index, and only domain indices) and every load of its body that uses both
+its own indices and that loop's reads along the last axis with that loop's index and none of its
+own: what makes the column loop contiguous (a load without the column index is one value for the
+whole column loop, as a vector-matrix product's vector). Its body may use other such reductions
+(a variance over axis 0 uses the mean): they come first, and its accumulation reads their
+accumulators as the output loop does. A body with any other reduction stays as it is.
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ COLUMN_BLOCK = 4096
 def find_columns(k: Kernel, scopes: Scopes, skip: Reduce | None = None) -> list[Reduce]:
     """The reductions of ``k`` that run down the columns of its innermost domain loop, operands
     first (``skip``: the stash's row reduction)."""
-    if not k.domain or k.out_index is not None:
-        return []
+    if not k.domain or k.out_index is not None or k.domain[-1] == 1:
+        return []  # (one column: the reductions' own loops are the ones to vectorize)
     last = f"d{len(k.domain) - 1}"
     found = []
     for n in walk(k.value):
@@ -56,7 +57,10 @@ def find_columns(k: Kernel, scopes: Scopes, skip: Reduce | None = None) -> list[
                 or any(isinstance(m, Reduce) and m not in found for m in walk(n.body))):
             continue
         own = {v for v, _ in n.vars}
-        reads = [ld for ld in walk(n.body) if isinstance(ld, Load) and index_vars(ld) & own]
+        # what the body reads in its own loops: down the columns, or one value for all of them
+        # (a matrix-vector product's vector)
+        reads = [ld for ld in walk(n.body) if isinstance(ld, Load) and index_vars(ld) & own
+                 and last in index_vars(ld)]
         if reads and all(_down_a_column(ld, last, own) for ld in reads):
             found.append(n)
     return found
