@@ -86,6 +86,20 @@ def test_column_reductions_match_the_reference(kind: str, dtype: DType, block: i
         assert_same(got[0], want.astype(dtype.np_dtype), f"reduce_{kind} {dtype.value}")
 
 
+@pytest.mark.parametrize("kind", ["sum", "max"])
+def test_a_few_columns_keep_the_reduction_inside(kind: str) -> None:
+    """Below MIN_COLUMNS columns the reduction stays in the column loop: decided when compiling
+    for a static count, at run time for a symbolic one (both branches are compiled)."""
+    narrow = reduction(kind, "f32", shape=f"[R, {columns.MIN_COLUMNS - 1}]",
+                       out=f"[{columns.MIN_COLUMNS - 1}]")
+    assert found(narrow) == [[]]
+    func = reduction(kind, "f32")
+    assert found(func) == [[kind]]
+    for cols in (1, 3, columns.MIN_COLUMNS - 1, columns.MIN_COLUMNS, 40):
+        x = _inputs(DType.F32, (700, cols), kind, seed=cols)
+        assert_close_to_reference(compile_func(func, threads=2)(x), func, [x], f"{cols} columns")
+
+
 @pytest.mark.parametrize(("axes", "shape", "out"), [
     ("[0, 1]", (9, 130, 21), "[C]"),  # two reduced axes outside the column loop
     ("[1]", (5, 700, 19), "[A, C]"),  # a column loop inside a loop over A

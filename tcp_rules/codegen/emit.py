@@ -351,11 +351,17 @@ class KernelEmitter(BodyEmitter):
         lo, hi = self.bounds.get(nxt, (lo, hi))
         if depth + 1 == len(self.dom) - 2 and self.tiled:
             self._tiles(nxt, lo, hi)
-        elif depth + 2 == len(self.dom) and self.columns.reductions:
-            self.columns.emit(nxt, lo, hi, lambda: self.emit_scope(nxt),
-                              (lambda: None) if self._fast_exps(nxt) else None)
-        elif depth + 2 == len(self.dom) and self._fast_exps(nxt):
-            self._row_blocks(nxt, lo, hi)
+        elif depth + 2 == len(self.dom):
+            def ordinary() -> None:
+                if self._fast_exps(nxt):
+                    self._row_blocks(nxt, lo, hi)
+                else:
+                    self.loop(nxt, lo, hi, lambda: self.emit_scope(nxt))
+            if self.columns.reductions:
+                self.columns.emit(nxt, lo, hi, lambda: self.emit_scope(nxt),
+                                  (lambda: None) if self._fast_exps(nxt) else None, ordinary)
+            else:
+                ordinary()
         else:
             self.loop(nxt, lo, hi, lambda: self.emit_scope(nxt))
 
