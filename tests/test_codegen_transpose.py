@@ -57,10 +57,11 @@ def _values(dtype: DType, shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
 
 @pytest.mark.parametrize("dtype", [DType.F32, DType.F64, DType.I32, DType.I64, DType.F16,
                                    DType.BF16, DType.I1])
-@pytest.mark.parametrize("shape", [(W, W), (37, 29), (300, 256)])
+@pytest.mark.parametrize("shape", [(W, W), (37, 29), (300, 256), (1000, 3), (3, 1000)])
 @pytest.mark.parametrize("threads", [1, 3])
 def test_transposes_match_numpy(dtype: DType, shape: tuple[int, int], threads: int) -> None:
-    """Full tiles, partial ones at both edges, and thread chunks that cut through tiles."""
+    """Full tiles, partial ones at both edges, thread chunks that cut through tiles, and bands
+    too narrow or too short for a full tile (run in wide blocks instead)."""
     func = transpose(dtype.value, "[R, C]", "[1, 0]", "[C, R]")
     x = _values(dtype, shape)
     (got,) = compile_func(func, threads=threads)(x)
