@@ -108,18 +108,17 @@ class Columns:
         """The loop over ``var`` in ``[lo, hi)``, by blocks: each reduction's accumulators for
         the block, then ``output`` at each of its columns (``reset``: see KernelEmitter.loop).
         With fewer than MIN_COLUMNS columns in all (known at run time only), ``ordinary``."""
-        em = self.em
-        b = em.e.b
-        columns = em.size(em.k.domain[-1])
-        if not isinstance(em.k.domain[-1], int):
-            wide = b.icmp_signed(">=", columns, ir.Constant(I64, MIN_COLUMNS))
-            with b.if_else(wide) as (then, otherwise):
-                with then:
-                    self._blocks(var, lo, hi, output, reset)
-                with otherwise:
-                    ordinary()
+        em, columns = self.em, self.em.k.domain[-1]
+        if isinstance(columns, int):  # (find_columns left out fewer than MIN_COLUMNS)
+            self._blocks(var, lo, hi, output, reset)
             return
-        self._blocks(var, lo, hi, output, reset)
+        b = em.e.b
+        wide = b.icmp_signed(">=", em.size(columns), ir.Constant(I64, MIN_COLUMNS))
+        with b.if_else(wide) as (then, otherwise):
+            with then:
+                self._blocks(var, lo, hi, output, reset)
+            with otherwise:
+                ordinary()
 
     def _blocks(self, var: str, lo: ir.Value, hi: ir.Value, output: Callable[[], None],
                 reset: Callable[[], None] | None) -> None:

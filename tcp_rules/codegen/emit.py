@@ -415,7 +415,7 @@ class KernelEmitter(BodyEmitter):
 
         def per_band() -> None:
             s0 = self.idx[f"{outer}.s"]
-            s1 = e.intrinsic("smin", [b.add(s0, ir.Constant(I64, TILE_BAND)), hi])
+            s1 = e.intrinsic("smin", [b.add(s0, band), hi])
 
             def per_col_tile() -> None:
                 c0 = self.idx[f"{inner}.t"]
