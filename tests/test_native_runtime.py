@@ -337,3 +337,39 @@ def test_result_pool_keeps_to_its_limit() -> None:
     small = pool.empty((16,), np.dtype(np.float32))  # below MIN_BYTES: malloc's
     assert pool.pooled_bytes == 8 * mib
     assert c.shape == (mib,) and d.shape == (2 * mib,) and small.shape == (16,)
+
+
+def test_kernels_of_a_batch_of_one_split_their_first_longer_axis() -> None:
+    """A kernel over [1, R, C] (a program imported at batch 1) hands the threads its R rows,
+    not its one batch (Kernel.split): the runtime used to split the first axis, of extent 1, so
+    such kernels ran on one thread. A softmax (its row reductions), a transposed read (its
+    tiles) and a broadcast: every thread count gives the same bits."""
+    from tcp_rules.codegen.kernel import Kernel
+    from tcp_rules.codegen.lower import lower_func
+    from tcp_rules.codegen.plan import instantiate
+    from tcp_rules.grammar.parser import source_from_bytes
+    from tcp_rules.pipeline import load_module
+
+    text = b"""func b1(x: f32[1, 700, 300], w: f32[1, 300, 700], v: f32[1, 300])
+    -> f32[1, 700, 300] {
+  m = reduce_max(x, axes=[2], keepdims=false)
+  e = exp(sub(x, broadcast(m, shape=[1, 700, 300], dims=[0, 1])))
+  s = reduce_sum(e, axes=[2], keepdims=false)
+  sm = div(e, broadcast(s, shape=[1, 700, 300], dims=[0, 1]))
+  t = add(sm, transpose(w, perm=[0, 2, 1]))
+  return add(t, broadcast(v, shape=[1, 700, 300], dims=[0, 2]))
+}
+"""
+    func = load_module(source_from_bytes("b1.tcp", text)).funcs[0]
+    plan = lower_func(func)
+    kernels = [st.kernel for st in plan.steps if isinstance(st.kernel, Kernel)]
+    assert kernels and all(k.split == 1 for k in kernels)
+    assert all(si.extent == 700 for si in instantiate(plan, {}).steps)
+    rng = np.random.default_rng(4)
+    args = [rng.standard_normal(s).astype(np.float32)
+            for s in ((1, 700, 300), (1, 300, 700), (1, 300))]
+    want = compile_func(func, threads=1)(*args)
+    assert_close_to_reference(list(want), func, args, "batch of one")
+    for threads in (2, 3):
+        got = compile_func(func, threads=threads)(*args)
+        np.testing.assert_array_equal(got[0], want[0])

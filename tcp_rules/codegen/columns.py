@@ -73,13 +73,14 @@ def find_columns(k: Kernel, scopes: Scopes, skip: Reduce | None = None) -> list[
 
 
 def chunk_columns(k: Kernel) -> int:
-    """The threads' chunks of ``k``'s outermost loop start at multiples of this many points:
-    COLUMN_BLOCK where that loop is the column loop of column reductions (a rank-1 output), so
-    that each chunk reads whole blocks of each row; 1 elsewhere. Two threads that each summed
-    half of every 4 KB row took twice as long as one thread summing whole rows (Zen 4)."""
-    if len(k.domain) != 1:
+    """The threads' chunks of ``k``'s split loop start at multiples of this many points:
+    COLUMN_BLOCK where that loop is the column loop of column reductions (a rank-1 output, or
+    [1, N]), so that each chunk reads whole blocks of each row; 1 elsewhere. Two threads that
+    each summed half of every 4 KB row took twice as long as one summing whole rows (Zen 4)."""
+    if k.split != len(k.domain) - 1:
         return 1
-    return COLUMN_BLOCK if find_columns(k, compute_scopes(k.value, ["d0"])) else 1
+    dom = [f"d{i}" for i in range(len(k.domain))]
+    return COLUMN_BLOCK if find_columns(k, compute_scopes(k.value, dom)) else 1
 
 
 def _down_a_column(ld: Load, last: str, own: set[str]) -> bool:

@@ -346,7 +346,7 @@ class KernelEmitter(BodyEmitter):
             self.store()
             return
         nxt = self.dom[depth + 1]
-        lo, hi = (self.fn.args[-2], self.fn.args[-1]) if depth < 0 else (
+        lo, hi = (self.fn.args[-2], self.fn.args[-1]) if depth + 1 == self.k.split else (
             ir.Constant(I64, 0), self.size(self.k.domain[depth + 1]))
         lo, hi = self.bounds.get(nxt, (lo, hi))
         if depth + 1 == len(self.dom) - 2 and self.tiled:

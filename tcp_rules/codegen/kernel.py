@@ -201,7 +201,10 @@ class Kernel:
     """A loop nest over ``domain``; the last buffer is the output, written at ``out_index``.
 
     ``out_index`` None is the identity map (the domain is the output's shape); concat writes
-    each operand through a shifted map instead.
+    each operand through a shifted map instead. ``split`` is the domain axis whose loop runs
+    over the ``[lo, hi)`` the runtime hands each chunk (the threads' split); the axes before it
+    have a static extent of 1 (a batch-1 program's kernels: splitting their first axis left
+    them on one thread).
     """
 
     name: str
@@ -210,6 +213,7 @@ class Kernel:
     domain: tuple[Size, ...]
     value: Node
     out_index: tuple[Affine, ...] | None = None
+    split: int = 0
 
     @property
     def output(self) -> Buffer:
@@ -434,7 +438,7 @@ def kernel_text(k: AnyKernel) -> str:
     lines: list[str] = []
     if isinstance(k, Kernel):
         head = (f"kernel({bufs}) sizes({', '.join(k.sizes)}) "
-                f"domain[{', '.join(map(str, k.domain))}]")
+                f"domain[{', '.join(map(str, k.domain))}]{f' split {k.split}' if k.split else ''}")
         root = node_lines(k.value, names, lines)
         out = ", ".join(map(str, k.out_map()))
         lines.append(f"  b{len(k.buffers) - 1}[{out}] = {root}")

@@ -142,7 +142,8 @@ class KB:
                              ob.b_at)
         else:
             dom = tuple(self.size(d) for d in self.domain)
-            k = Kernel(name, bufs, tuple(self.sizes.values()), dom, value, out_index)
+            units = next((i for i, d in enumerate(dom[:-1]) if d != 1), max(len(dom) - 1, 0))
+            k = Kernel(name, bufs, tuple(self.sizes.values()), dom, value, out_index, units)
         return Step(k, (*self.bufs, out), tuple(self.sizes))
 
 

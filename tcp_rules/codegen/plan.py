@@ -165,7 +165,7 @@ def instantiate(plan: Plan, env: Mapping[str, int]) -> Instance:
         check_step(st.kernel, [shapes[i] for i in st.buffers], sizes)
         arr = np.array([sizes[n] for n in st.kernel.sizes] or [0], dtype=np.int64)
         dom = [_size(s, sizes) for s in st.kernel.domain]
-        extent = dom[0] if dom else 1
+        extent = dom[0 if isinstance(st.kernel, MatmulKernel) else st.kernel.split] if dom else 1
         work = int(np.prod(dom)) if dom else 1
         mm = None
         if isinstance(st.kernel, MatmulKernel):
