@@ -4,8 +4,9 @@ Signature of every generic kernel::
 
     void @name(ptr noalias b0, ..., ptr noalias bN, ptr noalias sizes, i64 lo, i64 hi)
 
-``sizes`` holds the kernel's size parameters; the outermost domain loop runs over ``[lo, hi)`` so
-the runtime can split it across threads. Each body node is emitted once, in the outermost loop
+``sizes`` holds the kernel's size parameters; the loop of domain axis ``Kernel.split`` (the
+first, unless the axes before it have a static extent of 1) runs over ``[lo, hi)`` so the
+runtime can split it across threads. Each body node is emitted once, in the outermost loop
 whose indices it uses (a row reduction in a softmax runs once per row, not per element). A row
 reduction whose body the output computes again stores it in the output row for the output loop
 to load (stash.py: softmax's exp runs once per element, not twice). A reduction down the
