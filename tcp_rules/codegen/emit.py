@@ -266,9 +266,8 @@ class KernelEmitter(BodyEmitter):
             r = b.sub(self.idx[self.dom[-2]], self.idx[f"{self.dom[-2]}.t"])
             c = b.sub(self.idx[self.dom[-1]], self.idx[f"{self.dom[-1]}.t"])
             at = b.add(b.mul(r, ir.Constant(I64, TILE)), c)
-            return load_value(self.e, self.e.load(mem_type(buf.dtype),
-                                                  self.e.gep(mem_type(buf.dtype), tile, at)),
-                              buf.dtype)
+            ty = mem_type(buf.dtype)
+            return load_value(self.e, self.e.load(ty, self.e.gep(ty, tile, at)), buf.dtype)
         if len(n.index) != buf.rank:
             raise KernelError(f"load of {buf.name} has {len(n.index)} indices for rank "
                               f"{buf.rank}")

@@ -65,7 +65,8 @@ def fill_tile(em: KernelEmitter, n: Load, row0: str, col0: str) -> ir.Value:
     ``n`` at the tile's row r, column c. Returns a pointer to its first element."""
     e, b = em.e, em.e.b
     row, col = em.dom[-2], em.dom[-1]
-    ty = mem_type(em.k.buffers[n.buf].dtype)
+    dt = em.k.buffers[n.buf].dtype
+    ty = mem_type(dt)
     vt = ir.VectorType(ty, W)
     arr = em._alloca(ir.ArrayType(ty, W * W))
     tile = em.allocas.bitcast(arr, ty.as_pointer())
@@ -73,19 +74,13 @@ def fill_tile(em: KernelEmitter, n: Load, row0: str, col0: str) -> ir.Value:
     for c in range(W):  # the buffer's rows: the tile's columns, W elements of its rows each
         at = {row: Affine.var(row0), col: Affine.var(col0) + c}
         ptr = em.address(n.buf, tuple(i.subst(at) for i in n.index if isinstance(i, Affine)))
-        vecs.append(e.load(vt, b.bitcast(ptr, vt.as_pointer()), align=_align(ty)))
+        vecs.append(e.load(vt, b.bitcast(ptr, vt.as_pointer()), align=dt.itemsize))
     for _ in range(W.bit_length() - 1):  # perfect shuffles: log2(W) of them transpose
         h = W // 2
         vecs = [v for i in range(h) for v in (_interleave(b, vecs[i], vecs[i + h], False),
                                               _interleave(b, vecs[i], vecs[i + h], True))]
     for r, v in enumerate(vecs):
         dst = e.gep(ty, tile, ir.Constant(I64, r * W))
-        b.store(v, b.bitcast(dst, vt.as_pointer()), align=_align(ty))
+        # (aligned to an element: the vectors promise no more)
+        b.store(v, b.bitcast(dst, vt.as_pointer()), align=dt.itemsize)
     return tile
-
-
-def _align(ty: ir.Type) -> int:
-    """The element alignment of ``ty`` (vector loads and stores here promise no more)."""
-    if isinstance(ty, ir.IntType):
-        return max(1, ty.width // 8)
-    return 8 if isinstance(ty, ir.DoubleType) else 4 if isinstance(ty, ir.FloatType) else 2
