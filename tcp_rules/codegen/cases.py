@@ -41,9 +41,10 @@ PROGRAMS = ["fma_relu", "gelu", "bias_relu", "softmax", "layernorm", "sum", "col
             "matmul_bias_relu", "transpose"]
 UNARY = ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos", "atan",
          "erf", "floor", "ceil", "round", "round_even"]
+UNARY_F64 = ["exp", "log", "tanh", "sigmoid", "sin", "cos", "atan", "erf"]  # codegen/mathf64.py
 CASES = ["fma_relu", "gelu", "bias_relu", "softmax", "layernorm", "sum", "colsum", "matmul",
          "transpose",
-         *(f"unary_{op}" for op in UNARY)]
+         *(f"unary_{op}" for op in UNARY), *(f"f64_{op}" for op in UNARY_F64)]
 BIG = 1 << 24
 ROWS, COLS = 4096, 1024
 
@@ -184,8 +185,9 @@ def _no_fusion(v: Variant, name: str, threads: int, *args: Any, **kw: Any) -> No
 def variants(name: str, threads: int) -> Iterator[Variant]:
     """The rows of case ``name``."""
     ne, nb = _ne(), _nb()
-    if name.startswith("unary_"):
-        yield _unary(name[6:], threads, ne)
+    if name.startswith(("unary_", "f64_")):
+        kind, op = name.split("_", 1)
+        yield _unary(op, threads, ne, "f64" if kind == "f64" else "f32")
         return
     if name == "fma_relu":
         a, b, c = (_rand((BIG,), i) for i in range(3))
@@ -308,14 +310,17 @@ _NUMEXPR_UNARY = {"neg": "-x", "abs": "abs(x)", "exp": "exp(x)", "log": "log(x)"
                   "atan": "arctan(x)"}
 
 
-def _unary(op: str, threads: int, ne: Any) -> Variant:
+def _unary(op: str, threads: int, ne: Any, dtype: str = "f32") -> Variant:
+    """``op`` over 16M f32 (or 8M f64: as many bytes)."""
     positive = op in ("log", "sqrt", "rsqrt")
     x = _rand((BIG,), 0, (0.1, 10.0)) if positive else _rand((BIG,), 0) * np.float32(3)
+    if dtype == "f64":
+        x = x[: BIG // 2].astype(np.float64)
     out = np.empty_like(x)
     f = tb.FuncBuilder(op)
-    f.ret(tb.apply_op(op, f.param("x", "f32[N]")))
+    f.ret(tb.apply_op(op, f.param("x", f"{dtype}[N]")))
     cf = compile_func(f.finish(), threads=threads)
-    v = Variant(f"{op} 16M", bytes=8 * BIG)
+    v = Variant(f"{op} 16M" if dtype == "f32" else f"{op} 8M f64", bytes=8 * BIG)
     v.engines["tcp-rules"] = lambda: cf(x, out=(out,))
     v.engines["numpy"] = lambda: _NUMPY_UNARY[op](x)
     if ne is not None and op in _NUMEXPR_UNARY:

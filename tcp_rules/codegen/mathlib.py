@@ -3,8 +3,9 @@
 Branch-free (selects only), so LLVM's loop vectorizer turns them into AVX code; libm calls would
 stay scalar. Where AVX-512 has an instruction for a step (vscalefps, vgetexpps, vgetmantps, the
 table permutes of tanh and erf), vectors use it, and the portable code computes the same bits
-(tests/test_codegen_math_strategies.py, test_codegen_mathtable.py). f64 versions call libm
-(accurate, scalar), as do f64 pow and atan2 (f32 ones: binmath.py).
+(tests/test_codegen_math_strategies.py, test_codegen_mathtable.py). f64 versions are in
+mathf64.py, but for erf, pow and atan2, which call libm (accurate, scalar; f32 pow and atan2:
+binmath.py).
 sin and cos take libm only for |x| > TRIG_BOUND, where their f32 reduction stops being exact: a
 kernel runs their inline polynomials and reruns precisely when an argument was beyond the bound
 (see the sin/cos section). Every function returns NaN for NaN and keeps the reference's
@@ -51,7 +52,7 @@ import struct
 
 import llvmlite.ir as ir
 
-from tcp_rules.codegen import jit, mathtable, mathtanh
+from tcp_rules.codegen import jit, mathf64, mathtable, mathtanh
 from tcp_rules.codegen.irbase import (
     F32,
     I1,
@@ -114,14 +115,14 @@ def scale(e: IR, y: ir.Value, n: ir.Value, how: str | None = None) -> ir.Value:
 
 
 def exp(e: IR, x: ir.Value, how: str | None = None) -> ir.Value:
-    """e**x (f32 polynomial, 2**n applied by ``scale`` as ``how`` says; libm ``exp`` for f64).
+    """e**x (f32 polynomial, 2**n applied by ``scale`` as ``how`` says; f64: mathf64).
 
     Inside a loop that the kernel emitter can run again (``e.exp_guard`` set) and without
     vscalefps, the fast path instead (:func:`exp_fast`), which records the largest |x| in the
     guard: the emitter reruns the loop with this function when it exceeds EXP_FAST_BOUND."""
-    if not _is_f32(x):
-        return e.libm("exp", [x])
     how = how or scale_strategy()
+    if not _is_f32(x):
+        return mathf64.exp(e, x, how)
     if how == "split" and e.exp_guard is not None:
         b, it = e.b, _ints(e, x)
         bits = b.and_(b.bitcast(x, it), e.const(it, 0x7FFFFFFF))  # NaN above inf above all
@@ -226,11 +227,11 @@ def _log(e: IR, x: ir.Value, how: str) -> ir.Value:
 
 
 def log(e: IR, x: ir.Value) -> ir.Value:
-    """Natural logarithm (f32 polynomial; libm ``log`` for f64). With AVX-512 through an
+    """Natural logarithm (f32 polynomial; f64: mathf64). With AVX-512 through an
     internal function whose vector variants split x with vgetexpps/vgetmantps; the scalar one
     (remainder loops) splits the bits, to the same values."""
     if not _is_f32(x):
-        return e.libm("log", [x])
+        return mathf64.log(e, x)
     if log_strategy() != "avx512":
         return _log(e, x, "bits")
     vector = lambda v: getattr(v.type, "count", 0) in _GETMANT  # noqa: E731
@@ -249,20 +250,20 @@ def _exp_reduce(e: IR, y: ir.Value) -> tuple[ir.Value, ir.Value]:
 
 def tanh(e: IR, x: ir.Value, how: str | None = None) -> ir.Value:
     """Hyperbolic tangent (f32: ``how`` "table", piecewise polynomials, see mathtable, or "exp",
-    see mathtanh; by default the table where a lookup is one permute (AVX-512); f64: libm)."""
+    see mathtanh; by default the table where a lookup is one permute (AVX-512); f64: mathf64)."""
     if not _is_f32(x):
-        return e.libm("tanh", [x])
+        return mathf64.tanh(e, x)
     if (how or ("table" if mathtable.strategy() == "avx512" else "exp")) == "exp":
         return mathtanh.tanh(e, x)
     return mathtable.call(e, mathtable.TANH, x)
 
 
 def sigmoid(e: IR, x: ir.Value) -> ir.Value:
-    """1 / (1 + exp(-x)) (f32: one rounded division, see below; f64: the formula with libm)."""
+    """1 / (1 + exp(-x)) (f32: one rounded division, see below; f64: mathf64, the same way)."""
+    if not _is_f32(x):
+        return mathf64.sigmoid(e, x)
     b, ty = e.b, x.type
     c = lambda v: e.const(ty, v)  # noqa: E731
-    if not _is_f32(x):
-        return b.fdiv(c(1.0), b.fadd(c(1.0), exp(e, b.fneg(x))))
     # With exp(-x) = 2**n * p: 1 / (1 + 2**n p) = 2**(2-n) / (2**(2-n) + 4p), exactly. 2**(2-n)
     # stays normal for n in [-26, 128], so denormal results round once, at the division, and
     # exp's overflow never happens. sigmoid rounds to 1 beyond 18 (clamp, which keeps NaN); below
@@ -291,9 +292,9 @@ _ATAN_P = (0.002947751199826598, -0.01649257354438305, 0.043445177376270294,
 
 
 def atan(e: IR, x: ir.Value) -> ir.Value:
-    """Arc tangent (f32: a polynomial on |t| <= 1, t = |x| or -1/|x|; libm for f64)."""
+    """Arc tangent (f32: a polynomial on |t| <= 1, t = |x| or -1/|x|; f64: mathf64)."""
     if not _is_f32(x):
-        return e.libm("atan", [x])
+        return mathf64.atan(e, x)
     b, ty = e.b, x.type
     c = lambda v: e.const(ty, v)  # noqa: E731
     ax = e.fabs(x)
@@ -347,10 +348,19 @@ def _sincos_fast(e: IR, x: ir.Value, cos: bool) -> ir.Value:
     return b.bitcast(b.xor(b.bitcast(y, it), sign), ty)
 
 
+def _trig_bound(ty: ir.Type) -> float:
+    return TRIG_BOUND if element(ty) == F32 else mathf64.TRIG_BOUND
+
+
+def _trig_fast(e: IR, x: ir.Value, cos: bool) -> ir.Value:
+    return (_sincos_fast if _is_f32(x) else mathf64.sincos_fast)(e, x, cos)
+
+
 def _trig_fn(e: IR, cos: bool, ty: ir.Type) -> ir.Function:
-    """The internal function computing sin or cos on ``ty`` (f32 or a vector of f32): the fast
-    path, and libm for every lane when any |x| > TRIG_BOUND."""
-    base = "__tcpr_cosf" if cos else "__tcpr_sinf"
+    """The internal function computing sin or cos on ``ty`` (f32, f64 or a vector of them):
+    the fast path, and libm for every lane when any |x| is beyond the type's bound."""
+    libm = ("cos" if cos else "sin") + ("f" if element(ty) == F32 else "")
+    base = "__tcpr_" + libm
     name = f"{base}_v{ty.count}" if isinstance(ty, ir.VectorType) else base
     found = e.module.globals.get(name)
     if isinstance(found, ir.Function):
@@ -361,32 +371,30 @@ def _trig_fn(e: IR, cos: bool, ty: ir.Type) -> ir.Function:
         fn.attributes.add(attr)
     fe = IR(ir.IRBuilder(fn.append_basic_block("entry")))
     x = fn.args[0]
-    fast = _sincos_fast(fe, x, cos)
-    big = fe.b.fcmp_ordered(">", fe.fabs(x), fe.const(ty, TRIG_BOUND))
+    fast = _trig_fast(fe, x, cos)
+    big = fe.b.fcmp_ordered(">", fe.fabs(x), fe.const(ty, _trig_bound(ty)))
     vector = isinstance(ty, ir.VectorType)
     big_any = fe.intrinsic("vector.reduce.or", [big], ret=I1) if vector else big
     slow_bb, fast_bb = fn.append_basic_block("slow"), fn.append_basic_block("fast")
     fe.b.cbranch(big_any, slow_bb, fast_bb)
     fe.b.position_at_end(slow_bb)
-    fe.b.ret(fe.b.select(big, fe.libm("cosf" if cos else "sinf", [x]), fast))
+    fe.b.ret(fe.b.select(big, fe.libm(libm, [x]), fast))
     fe.b.position_at_end(fast_bb)
     fe.b.ret(fast)
     if not vector:
         offer_variants(e.module, fn,
-                       [_trig_fn(e, cos, ir.VectorType(F32, vf)) for vf in VARIANT_WIDTHS])
+                       [_trig_fn(e, cos, ir.VectorType(ty, vf)) for vf in VARIANT_WIDTHS])
     return fn
 
 
 def _trig(e: IR, x: ir.Value, cos: bool) -> ir.Value:
-    if not _is_f32(x):
-        return e.libm("cos" if cos else "sin", [x])
     if e.trig_flag is not None:  # the kernel reruns precisely if any argument is beyond the bound
         b = e.b
-        big = b.fcmp_ordered(">", e.fabs(x), e.const(x.type, TRIG_BOUND))
+        big = b.fcmp_ordered(">", e.fabs(x), e.const(x.type, _trig_bound(x.type)))
         if isinstance(x.type, ir.VectorType):
             big = e.intrinsic("vector.reduce.or", [big], ret=I1)
         b.store(b.or_(b.load(e.trig_flag), b.zext(big, I8)), e.trig_flag)
-        return _sincos_fast(e, x, cos)
+        return _trig_fast(e, x, cos)
     fn = e.b.function
     # Vector registers are spilled around the calls: aligned slots never split a cache line.
     fn.attributes.alignstack = max(fn.attributes.alignstack, 64)
@@ -394,12 +402,12 @@ def _trig(e: IR, x: ir.Value, cos: bool) -> ir.Value:
 
 
 def sin(e: IR, x: ir.Value) -> ir.Value:
-    """Sine (f32: polynomial, libm beyond TRIG_BOUND; f64: libm ``sin``)."""
+    """Sine (polynomial, libm beyond TRIG_BOUND or mathf64.TRIG_BOUND for f64)."""
     return _trig(e, x, False)
 
 
 def cos(e: IR, x: ir.Value) -> ir.Value:
-    """Cosine (f32: polynomial, libm beyond TRIG_BOUND; f64: libm ``cos``)."""
+    """Cosine (polynomial, libm beyond TRIG_BOUND or mathf64.TRIG_BOUND for f64)."""
     return _trig(e, x, True)
 
 
