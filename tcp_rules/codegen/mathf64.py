@@ -203,12 +203,11 @@ def atan(e: IR, x: ir.Value) -> ir.Value:
     return _with_sign_of(e, b.fadd(hi, b.fadd(r, lo)), x, ax)
 
 
-def sincos_fast(e: IR, x: ir.Value, cos: bool) -> ir.Value:
-    """sin or cos of f64 ``x`` for |x| <= TRIG_BOUND; NaN for NaN and inf, garbage beyond."""
+def sincos_parts(e: IR, x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """(k, sin r, cos r) for f64 ``x`` = n pi/2 + r, n in k's low bits (mathlib.quadrant puts
+    them together), for |x| <= TRIG_BOUND; NaN for NaN and inf, garbage beyond."""
     b, ty = e.b, x.type
     c = lambda v: e.const(ty, v)  # noqa: E731
-    it = _ints(x)
-    ci = lambda v: e.const(it, v)  # noqa: E731
     a = e.fabs(x)  # sin(-x) = -sin(x): the sign goes back on at the end, so sin(-0.0) = -0.0
     k = e.fma(a, c(2.0 / math.pi), c(ROUND_SHIFT))  # n = round(a * 2/pi) in k's low bits
     n = b.fsub(k, c(ROUND_SHIFT))
@@ -231,9 +230,4 @@ def sincos_fast(e: IR, x: ir.Value, cos: bool) -> ir.Value:
     sin_r = b.fadd(r, e.fma(b.fmul(r, z), e.poly(z, _SIN_P), b.fmul(r_lo, w)))
     corr = e.fma(b.fneg(r), r_lo, b.fsub(b.fsub(c(1.0), w), hz))
     cos_r = b.fadd(w, e.fma(b.fmul(z, z), e.poly(z, _COS_P), corr))
-    q = b.bitcast(k, it)  # quadrant in the low two bits; cos(x) = sin(x + pi/2)
-    q = b.add(q, ci(1)) if cos else q
-    y = b.select(b.icmp_unsigned("==", b.and_(q, ci(1)), ci(0)), sin_r, cos_r)
-    sign = b.shl(b.and_(q, ci(2)), ci(62))
-    sign = sign if cos else b.xor(sign, b.and_(b.bitcast(x, it), ci(-(1 << 63))))
-    return b.bitcast(b.xor(b.bitcast(y, it), sign), ty)
+    return k, sin_r, cos_r

@@ -326,13 +326,10 @@ _SIN_P = (-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1)
 _COS_P = (2.443315711809948e-05, -1.388731625493765e-03, 4.166664568298827e-02)
 
 
-def _sincos_fast(e: IR, x: ir.Value, cos: bool) -> ir.Value:
-    """sin or cos of f32 ``x``: within 1.57 ulp for |x| <= TRIG_BOUND (every f32 checked), NaN
-    for NaN and inf, garbage beyond the bound."""
+def _sincos_parts(e: IR, x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """(k, sin r, cos r) for f32 ``x`` = n pi/2 + r, n in k's low bits: see quadrant."""
     b, ty = e.b, x.type
     c = lambda v: e.const(ty, v)  # noqa: E731
-    it = _ints(e, x)
-    ci = lambda v: e.const(it, v)  # noqa: E731
     a = e.fabs(x)  # sin(-x) = -sin(x): the sign goes back on at the end, so sin(-0.0) = -0.0
     k = e.fma(a, c(0.6366197723675814), c(ROUND_SHIFT))  # n = round(a * 2/pi) in k's low bits
     n = b.fsub(k, c(ROUND_SHIFT))
@@ -340,20 +337,34 @@ def _sincos_fast(e: IR, x: ir.Value, cos: bool) -> ir.Value:
     z = b.fmul(r, r)
     sin_r = e.fma(b.fmul(e.poly(z, _SIN_P), z), r, r)
     cos_r = e.fma(z, e.fma(z, e.poly(z, _COS_P), c(-0.5)), c(1.0))
+    return k, sin_r, cos_r
+
+
+def quadrant(e: IR, x: ir.Value, k: ir.Value, sin_r: ir.Value, cos_r: ir.Value,
+             cos: bool) -> ir.Value:
+    """sin or cos of ``x`` (f32 or f64) from |x| = n pi/2 + r: n in ``k``'s low bits, and
+    sin r and cos r."""
+    b, ty = e.b, x.type
+    width = 32 if _is_f32(x) else 64
+    it = like(ty, ir.IntType(width))
+    ci = lambda v: e.const(it, v)  # noqa: E731
     q = b.bitcast(k, it)  # quadrant in the low two bits; cos(x) = sin(x + pi/2)
     q = b.add(q, ci(1)) if cos else q
     y = b.select(b.icmp_unsigned("==", b.and_(q, ci(1)), ci(0)), sin_r, cos_r)
-    sign = b.shl(b.and_(q, ci(2)), ci(30))
-    sign = sign if cos else b.xor(sign, b.and_(b.bitcast(x, it), ci(-(1 << 31))))
+    sign = b.shl(b.and_(q, ci(2)), ci(width - 2))
+    sign = sign if cos else b.xor(sign, b.and_(b.bitcast(x, it), ci(-(1 << (width - 1)))))
     return b.bitcast(b.xor(b.bitcast(y, it), sign), ty)
+
+
+def _sincos_fast(e: IR, x: ir.Value, cos: bool) -> ir.Value:
+    """sin or cos of ``x``: f32 within 1.57 ulp for |x| <= TRIG_BOUND (every f32 checked), f64
+    see mathf64; NaN for NaN and inf, garbage beyond the bound."""
+    parts = _sincos_parts if _is_f32(x) else mathf64.sincos_parts
+    return quadrant(e, x, *parts(e, x), cos)
 
 
 def _trig_bound(ty: ir.Type) -> float:
     return TRIG_BOUND if element(ty) == F32 else mathf64.TRIG_BOUND
-
-
-def _trig_fast(e: IR, x: ir.Value, cos: bool) -> ir.Value:
-    return (_sincos_fast if _is_f32(x) else mathf64.sincos_fast)(e, x, cos)
 
 
 def _trig_fn(e: IR, cos: bool, ty: ir.Type) -> ir.Function:
@@ -371,7 +382,7 @@ def _trig_fn(e: IR, cos: bool, ty: ir.Type) -> ir.Function:
         fn.attributes.add(attr)
     fe = IR(ir.IRBuilder(fn.append_basic_block("entry")))
     x = fn.args[0]
-    fast = _trig_fast(fe, x, cos)
+    fast = _sincos_fast(fe, x, cos)
     big = fe.b.fcmp_ordered(">", fe.fabs(x), fe.const(ty, _trig_bound(ty)))
     vector = isinstance(ty, ir.VectorType)
     big_any = fe.intrinsic("vector.reduce.or", [big], ret=I1) if vector else big
@@ -394,7 +405,7 @@ def _trig(e: IR, x: ir.Value, cos: bool) -> ir.Value:
         if isinstance(x.type, ir.VectorType):
             big = e.intrinsic("vector.reduce.or", [big], ret=I1)
         b.store(b.or_(b.load(e.trig_flag), b.zext(big, I8)), e.trig_flag)
-        return _trig_fast(e, x, cos)
+        return _sincos_fast(e, x, cos)
     fn = e.b.function
     # Vector registers are spilled around the calls: aligned slots never split a cache line.
     fn.attributes.alignstack = max(fn.attributes.alignstack, 64)
