@@ -13,6 +13,7 @@ import re
 import mpmath
 import numpy as np
 import pytest
+import scipy.special
 from codegen.support import tcpr_cache, unary  # noqa: F401
 
 from tcp_rules.codegen import compile_func, jit, mathf64
@@ -22,8 +23,10 @@ from tcp_rules.types import DType
 
 mpmath.mp.prec = 90
 TRUTH = {"exp": mpmath.exp, "log": mpmath.log, "tanh": mpmath.tanh, "atan": mpmath.atan,
+         "erf": mpmath.erf,
          "sigmoid": lambda x: 1 / (1 + mpmath.exp(-x)), "sin": mpmath.sin, "cos": mpmath.cos}
 REFERENCE = {"exp": np.exp, "log": np.log, "tanh": np.tanh, "atan": np.arctan, "sin": np.sin,
+             "erf": scipy.special.erf,
              "cos": np.cos, "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x))}
 B = mathf64.TRIG_BOUND
 TRIG_RANGES = [(-10.0, 10.0), (-1e6, 1e6), (-B, B)]
@@ -32,6 +35,7 @@ RANGES = {
     "log": [(0.0, 10.0), (0.5, 2.0), (0.70, 0.72), (1.40, 1.42), (0.0, 1e-300), (1.0, 1e300)],
     "tanh": [(-25.0, 25.0), (-1.0, 1.0), (0.55, 0.7), (-1e-5, 1e-5)],
     "sigmoid": [(-709.0, 50.0), (-20.0, 20.0), (-709.78, -700.0)],
+    "erf": [(-7.0, 7.0), (-1.0, 1.0), (0.8, 0.9), (1.4, 1.6), (2.4, 2.6), (3.7, 3.8), (5.8, 6.1)],
     "atan": [(-10.0, 10.0), (0.6, 0.7), (2.3, 2.5), (-1e30, 1e30)],
     "sin": TRIG_RANGES,
     "cos": TRIG_RANGES,
@@ -67,6 +71,8 @@ def _edges(op: str) -> np.ndarray:
                 *near(2.2250738585072014e-308), 1.7976931348623157e308, 2.0, 0.1],
         "tanh": [*near(0.625), *near(19.06), *near(22.0), 1e-8, 700.0, 1e300],
         "sigmoid": [*near(-EXP_TOP), *near(37.5), *near(40.0), -40.0, 1e-17, 800.0],
+        "erf": [*near(0.84375), *near(1.5), *near(2.5), *near(3.75), *near(5.921), *near(6.0),
+                1e-17, 1e-200, 30.0],
         "atan": [*near(0.66), *near(2.414213562373095), 1e16, 1e300, 1e-17],
         "sin": [*near(B), 1.5707963267948966, 3.141592653589793, 1e7, 6381956970095103.0 * 2**-20,
                 1e22, 1e300, 2.0 ** 29 + 0.5],
@@ -135,7 +141,7 @@ def test_vector_lanes_and_the_remainder_agree(op: str) -> None:
     assert np.array_equal(np.roll(a, 5).view(np.int64), b.view(np.int64))
 
 
-LIBM = {"exp", "log", "tanh", "atan", "sin", "cos"}
+LIBM = {"exp", "log", "tanh", "erf", "atan", "sin", "cos"}
 
 
 @pytest.mark.parametrize("target", ["x86-64-v3", "x86-64-v4", "aarch64"])

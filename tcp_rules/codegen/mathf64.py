@@ -1,4 +1,4 @@
-"""Vectorizable f64 exp, log, tanh, sigmoid, atan, sin and cos written in LLVM IR.
+"""Vectorizable f64 exp, log, tanh, sigmoid, erf, atan, sin and cos written in LLVM IR.
 
 libm's f64 functions are scalar: a call in a loop body is made lane by lane, with every live
 vector register spilled around it, and f64 exp over 1M elements ran 4.6-8x slower than NumPy's
@@ -10,7 +10,7 @@ f64 ones (Cephes, fdlibm) with fused multiply-adds; ``mathlib`` dispatches here 
 Accuracy in f64 ulps of the true value (mpmath at 90 bits): "measured" is the maximum over 2**16
 random samples per range of ``tests/test_codegen_math_f64.py`` and its edge cases (sin and cos
 also over 4096 doubles nearest to multiples of pi/2); the test asserts ``ULP_BOUNDS`` on 2**12
-samples per range. erf, pow and atan2 stay libm's in f64 (scalar; the op table marks them
+samples per range. pow and atan2 stay libm's in f64 (scalar; the op table marks them
 ``scalar_call``, so the cost model keeps them out of fused bodies where that pays).
 
 ========  ========  =====  ================================================================
@@ -24,6 +24,10 @@ log       0.84      1.0    x = 2**n (1 + f), 1 + f in [sqrt(2)/2, sqrt(2)) by su
 tanh      1.32      1.5    below 0.625 Cephes' t + t z P(z) / Q(z), z = t**2; above,
                            1 - 2**(1-n) / (p + 2**-n) for exp(2t) = 2**n p; one division
 sigmoid   1.95      2.0    2**(2-n) / (2**(2-n) + 4 p) for exp(-x) = 2**n p, as in f32
+erf       0.88      1.0    below 0.84375, x + x P(x**2), P of degree 11; beyond, 1 - exp(-x**2)
+                           g(x), x**2 exact in two parts, g = erfc(x) exp(x**2) of degree 14 in
+                           x - middle on four pieces up to 6 (coefficients chosen by selects;
+                           Chebyshev fits, benchmarks/fit_f64.py), 1 beyond
 atan      0.87      1.0    Cephes: t = |x|, (|x| - 1) / (|x| + 1) or -1/|x| (one division),
                            t + t z P(z) / Q(z); pi/4 or pi/2 added in two parts
 sin, cos  0.75      1.0    reduction by pi/2 in three f64 parts to ~100 bits (FMAs and 2Sum),
@@ -40,8 +44,8 @@ import llvmlite.ir as ir
 
 from tcp_rules.codegen.irbase import I64, IR, like
 
-ULP_BOUNDS = {"exp": 1.0, "log": 1.0, "tanh": 1.5, "sigmoid": 2.0, "atan": 1.0, "sin": 1.0,
-              "cos": 1.0}
+ULP_BOUNDS = {"exp": 1.0, "log": 1.0, "tanh": 1.5, "sigmoid": 2.0, "erf": 1.0, "atan": 1.0,
+              "sin": 1.0, "cos": 1.0}
 
 ROUND_SHIFT = 1.5 * 2.0 ** 52  # x + ROUND_SHIFT rounds x to an integer held in the low bits
 TRIG_BOUND = 2.0 ** 30  # beyond it sin and cos take libm's lanes (see mathlib's sin/cos section)
@@ -70,6 +74,38 @@ _SIN_P = (1.58962301576546568060e-10, -2.50507477628578072866e-8, 2.755731362138
           -1.98412698295895385996e-4, 8.33333333332211858878e-3, -1.66666666666666307295e-1)
 _COS_P = (-1.13585365213876817300e-11, 2.08757008419747316778e-9, -2.75573141792967388112e-7,
           2.48015872888517045348e-5, -1.38888888888730564116e-3, 4.16666666666665929218e-2)
+ERF_SPLIT, ERF_TOP = 0.84375, 6.0  # erf rounds to 1 from 5.921 on
+# erf(x) = x + x P(x**2) below ERF_SPLIT (benchmarks/fit_f64.py; relative error 1.6e-18)
+_ERF_NEAR0 = (-8.879702704985848e-10, 1.4205594850504056e-08, -1.630309508468887e-07,
+              1.6457914349746103e-06, -1.4925463570287675e-05, 0.00012055327421282683,
+              -0.000854832691425112, 0.005223977624080742, -0.026866170645031, 0.11283791670954745,
+              -0.3761263890318375, 0.1283791670955126)
+# erf(x) = 1 - exp(-x**2) g(x) from ERF_SPLIT to ERF_TOP, g(x) = erfc(x) exp(x**2) a polynomial in
+# u = x - middle on each piece: (middle, coefficients); relative errors 2.3e-18, 6.2e-17, 4.5e-17
+# and 3.3e-15, where erfc is below 4e-7 (fit_f64.py)
+_ERFC_STARTS = (ERF_SPLIT, 1.5, 2.5, 3.75)
+_ERFC_PIECES = (
+    (1.171875, (6.95465436989713e-07, -2.3351255759154076e-06, 7.347155988784464e-06,
+      -2.3256523265588112e-05, 7.13745246700007e-05, -0.00021162553552914374,
+      0.0006048684929037317, -0.0016611402893969554, 0.004366122858230536, -0.010930541404656106,
+      0.025907596781092827, -0.05768681848678368, 0.11941693397640396, -0.22647194723379005,
+      0.38481374714100164)),
+    (2.0, (2.4742339076650453e-08, -9.643712186456406e-08, 3.4432366346395997e-07,
+      -1.2773616807125507e-06, 4.62827740445235e-06, -1.629413391296476e-05,
+      5.5728304783301664e-05, -0.00018477832463095726, 0.0005924699958821647,
+      -0.0018316642779754838, 0.005440738537459517, -0.015460637764239173, 0.04180275260352663,
+      -0.10679646185348994, 0.25539567631050575)),
+    (3.125, (5.159196725491831e-10, -2.4278075083036225e-09, 1.0475495294139614e-08,
+      -4.748194805338619e-08, 2.1163833396671057e-07, -9.230331391558561e-07,
+      3.942555340283069e-06, -1.647400951938801e-05, 6.725151855183194e-05, -0.0002678200443179443,
+      0.0010386921927933326, -0.003915463212365482, 0.014313206924275122, -0.05060196645692766,
+      0.1724443521021736)),
+    (4.875, (4.3460403724376434e-12, -2.6551481661087563e-11, 1.39782089732112e-10,
+      -8.319841776563652e-10, 4.9316944456778565e-09, -2.865327296799784e-08,
+      1.643083328959937e-07, -9.299149375519436e-07, 5.19058617528448e-06, -2.855882110340957e-05,
+      0.00015479600688494895, -0.0008260275841984864, 0.004336476487251185, -0.02237936425179614,
+      0.1134358772147405)),
+)
 # exp(x) is inf beyond ln(DBL_MAX); below ln(2**-1075) it rounds to 0
 _EXP_HI, _EXP_ZERO = 709.782712893384, -745.2
 
@@ -231,3 +267,29 @@ def sincos_parts(e: IR, x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
     corr = e.fma(b.fneg(r), r_lo, b.fsub(b.fsub(c(1.0), w), hz))
     cos_r = b.fadd(w, e.fma(b.fmul(z, z), e.poly(z, _COS_P), corr))
     return k, sin_r, cos_r
+
+
+def erf(e: IR, x: ir.Value, how: str) -> ir.Value:
+    """The error function of f64 ``x``: x + x P(x**2) below ERF_SPLIT, else 1 - exp(-x**2) g(x)
+    with g from the piece that holds |x| (selects; exp's 2**n applied as ``how`` says)."""
+    b, ty = e.b, x.type
+    c = lambda v: e.const(ty, v)  # noqa: E731
+    ax = e.fabs(x)
+    near0 = e.fma(x, e.poly(b.fmul(x, x), _ERF_NEAR0), x)  # keeps -0.0 and denormals
+    t = e.fsel(">", ax, c(ERF_TOP), c(ERF_TOP), ax)  # NaN stays
+    # g's coefficients for t's piece: the first piece's, replaced by each later one t is in
+    mid, coeffs = c(_ERFC_PIECES[0][0]), [c(v) for v in _ERFC_PIECES[0][1]]
+    for start, (middle, later) in zip(_ERFC_STARTS[1:], _ERFC_PIECES[1:], strict=True):
+        inside = b.fcmp_ordered(">=", t, c(start))
+        mid = b.select(inside, c(middle), mid)
+        coeffs = [b.select(inside, c(v), old) for v, old in zip(later, coeffs, strict=True)]
+    u = b.fsub(t, mid)
+    g = coeffs[0]
+    for k in coeffs[1:]:
+        g = e.fma(g, u, k)
+    # exp(-t**2) = exp(-hi) (1 - lo) for t**2 = hi + lo exactly; then 1 - that * g, rounded once
+    hi = b.fmul(t, t)
+    lo = e.fma(t, t, b.fneg(hi))
+    scaled = b.fmul(exp(e, b.fneg(hi), how), b.fsub(c(1.0), lo))
+    far = e.fma(b.fneg(scaled), g, c(1.0))
+    return b.select(b.fcmp_ordered("<", ax, c(ERF_SPLIT)), near0, _with_sign_of(e, far, x, ax))

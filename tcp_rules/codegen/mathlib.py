@@ -4,8 +4,7 @@ Branch-free (selects only), so LLVM's loop vectorizer turns them into AVX code; 
 stay scalar. Where AVX-512 has an instruction for a step (vscalefps, vgetexpps, vgetmantps, the
 table permutes of tanh and erf), vectors use it, and the portable code computes the same bits
 (tests/test_codegen_math_strategies.py, test_codegen_mathtable.py). f64 versions are in
-mathf64.py, but for erf, pow and atan2, which call libm (accurate, scalar; f32 pow and atan2:
-binmath.py).
+mathf64.py; f64 pow and atan2 call libm (accurate, scalar; f32 ones: binmath.py).
 sin and cos take libm only for |x| > TRIG_BOUND, where their f32 reduction stops being exact: a
 kernel runs their inline polynomials and reruns precisely when an argument was beyond the bound
 (see the sin/cos section). Every function returns NaN for NaN and keeps the reference's
@@ -278,9 +277,9 @@ def sigmoid(e: IR, x: ir.Value) -> ir.Value:
 
 
 def erf(e: IR, x: ir.Value) -> ir.Value:
-    """The error function (f32: piecewise polynomials from tables, see mathtable; f64: libm)."""
+    """The error function (f32: piecewise polynomials from tables, see mathtable; f64: mathf64)."""
     if not _is_f32(x):
-        return e.libm("erf", [x])
+        return mathf64.erf(e, x, scale_strategy())
     return mathtable.call(e, mathtable.ERF, x)
 
 

@@ -74,12 +74,12 @@ IDEMPOTENT = Traits(elementwise=True, idempotent=True)
 
 
 def _unary(name: str, fn: Callable[[np.ndarray], np.ndarray], doc: str, flops: float,
-           allowed: DTypeSet = FLOATS, traits: Traits = EW, scalar_call: bool = False) -> OpDef:
+           allowed: DTypeSet = FLOATS, traits: Traits = EW) -> OpDef:
     return OpDef(
         name=name, doc=doc, operands=("x",), attrs=(),
         infer=partial(_infer_elementwise, allowed, None),
         reference=in_f32(lambda a, attrs, out: np.asarray(fn(a[0]), dtype=out.dtype.np_dtype)),
-        cost=CostFormula(flops, scalar_call=scalar_call), traits=traits, category="unary")
+        cost=CostFormula(flops), traits=traits, category="unary")
 
 
 def _binary(name: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], doc: str,
@@ -227,8 +227,7 @@ ELEMENTWISE_OPS: tuple[OpDef, ...] = (
     _unary("sin", np.sin, "sine", 15),
     _unary("cos", np.cos, "cosine", 15),
     _unary("atan", np.arctan, "arc tangent", 15),
-    # f64 erf is the one f64 transcendental still called from libm (codegen/mathf64.py)
-    _unary("erf", erf, "Gauss error function", 15, scalar_call=True),
+    _unary("erf", erf, "Gauss error function", 15),
     _unary("floor", np.floor, "round toward -inf", 1, traits=IDEMPOTENT),
     _unary("ceil", np.ceil, "round toward +inf", 1, traits=IDEMPOTENT),
     _unary("round", round_half_away, "round to nearest, ties away from zero", 2,
