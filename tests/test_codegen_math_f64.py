@@ -1,4 +1,4 @@
-"""The vectorizable f64 math (tcp_rules/codegen/mathf64.py) against mpmath, and its code.
+"""The vectorizable f64 math (codegen/mathf64.py, binmath's pow and atan2) against mpmath.
 
 The bounds in ``mathf64.ULP_BOUNDS`` are re-measured in f64 ulps of the true value (mpmath at
 90 bits) on random samples over each function's ranges and on edge cases; special values must
@@ -14,9 +14,10 @@ import mpmath
 import numpy as np
 import pytest
 import scipy.special
-from codegen.support import tcpr_cache, unary  # noqa: F401
+from codegen.support import binary, tcpr_cache, unary  # noqa: F401
 
-from tcp_rules.codegen import compile_func, jit, mathf64
+from tcp_rules import build as tb
+from tcp_rules.codegen import binmath, compile_func, jit, mathf64
 from tcp_rules.codegen.lower import lower_func
 from tcp_rules.codegen.runtime import module_ir
 from tcp_rules.types import DType
@@ -157,3 +158,118 @@ def test_the_loop_calls_no_libm(target: str, op: str) -> None:
     calls = set(re.findall(r"call[^@\n]*@(\w+)\(", "".join(kernels)))
     assert not calls & LIBM, f"libm calls left on {target}: {calls & LIBM}"
     assert re.search(r"<\d+ x double>", text)
+
+
+# pow and atan2 (binmath.pow_f64, atan2_f64) ----------------------------------------------------
+BINARY_TRUTH = {"pow": mpmath.power, "atan2": mpmath.atan2}
+BINARY_NUMPY = {"pow": np.power, "atan2": np.arctan2}
+# (first operand, second operand) ranges: pow's exponents keep the results finite (or reach the
+# overflow and underflow edges: y ln|x| up to +-745), a base near 1 with huge exponents, negative
+# bases with integer exponents; atan2 in every quadrant, near the diagonals, y tiny
+BINARY_RANGES = {
+    "pow": [((0.0, 10.0), (-10.0, 10.0)), ((0.5, 2.0), (-1000.0, 1000.0)),
+            ((0.0, 1e-300), (-1.0, 1.0)), ((1.0, 1e300), (-1.0, 1.0)),
+            ((0.999999, 1.000001), (-1e8, 1e8)), ((-5.0, 0.0), (-60.0, 60.0))],
+    "atan2": [((-10.0, 10.0), (-10.0, 10.0)), ((-1e300, 1e300), (-1e-300, 1e-300)),
+              ((0.9, 1.1), (0.9, 1.1)), ((-1.1, -0.9), (0.9, 1.1)), ((-1e-3, 1e-3), (-10, 10))],
+}
+BINARY_SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 2.5, np.inf,
+                           -np.inf, np.nan, TINY, -TINY, 1e-310, 1.7e308, -1.7e308,
+                           2.0 ** 53 + 2, -(2.0 ** 53) + 1, 1.0000000000000002, 0.9999999999999999,
+                           709.0, -745.0, 1e300])
+
+
+def _run2(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    (got,) = compile_func(binary(op, DType.F64), threads=1)(a, b)
+    return got
+
+
+def _ulps2(op: str, got: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(a))
+    for i, (g, ai, bi) in enumerate(zip(got.tolist(), a.tolist(), b.tolist(), strict=True)):
+        true = BINARY_TRUTH[op](mpmath.mpf(ai), mpmath.mpf(bi))
+        t = float(true)
+        if np.isinf(t) or t == 0.0 or np.isinf(g) or g == 0.0:
+            out[i] = 0.0 if g == t else np.inf
+            continue
+        spacing = float(np.spacing(abs(t))) if abs(t) >= 2.2250738585072014e-308 else TINY
+        out[i] = float(abs(mpmath.mpf(g) - true) / spacing)
+    return out
+
+
+@pytest.mark.parametrize("op", sorted(BINARY_TRUTH))
+def test_binary_ulp_bound(op: str) -> None:
+    rng = np.random.default_rng(42)
+    worst, where = 0.0, (0.0, 0.0)
+    for (alo, ahi), (blo, bhi) in BINARY_RANGES[op]:
+        a, b = rng.uniform(alo, ahi, SAMPLES // 2), rng.uniform(blo, bhi, SAMPLES // 2)
+        if op == "pow" and ahi <= 0:
+            b = np.round(b)  # a negative base needs an integer exponent
+        err = _ulps2(op, _run2(op, a, b), a, b)
+        if err.max() > worst:
+            worst, where = float(err.max()), (a[err.argmax()], b[err.argmax()])
+    assert worst <= binmath.ULP_BOUNDS_F64[op], f"{op}{where}: {worst:.3f} ulp"
+
+
+@pytest.mark.parametrize("op", sorted(BINARY_TRUTH))
+def test_binary_special_values(op: str) -> None:
+    """Every pair of BINARY_SPECIAL, alone and mixed into vectors of ordinary pairs: NaN, zeros,
+    infinities and +-1, and every result of a zero or infinite operand (atan2's angles) exactly
+    as NumPy's libm gives them (C99), the rest within the bound."""
+    s = BINARY_SPECIAL
+    a, b = np.repeat(s, len(s)), np.tile(s, len(s))
+    rng = np.random.default_rng(3)
+    ma, mb = rng.uniform(0.1, 4, 999), rng.uniform(-4, 4, 999)
+    at = rng.choice(999, 300, replace=False)
+    ma[at], mb[at] = rng.choice(s, 300), rng.choice(s, 300)
+    a, b = np.concatenate([a, ma]), np.concatenate([b, mb])
+    got = _run2(op, a, b)
+    with np.errstate(all="ignore"):
+        ref = BINARY_NUMPY[op](a, b)
+    nan = np.isnan(ref)
+    assert np.array_equal(np.isnan(got), nan), (a[np.isnan(got) != nan], b[np.isnan(got) != nan])
+    edge = (a == 0) | (b == 0) | np.isinf(a) | np.isinf(b)
+    exact = ~nan & (~np.isfinite(ref) | (ref == 0) | (np.abs(ref) == 1) | edge)
+    same = (got[exact] == ref[exact]) & (np.signbit(got[exact]) == np.signbit(ref[exact]))
+    assert same.all(), (a[exact][~same], b[exact][~same], got[exact][~same])
+    rest = ~nan & ~exact
+    err = _ulps2(op, got[rest], a[rest], b[rest])
+    assert err.max() <= binmath.ULP_BOUNDS_F64[op], (a[rest][err.argmax()], b[rest][err.argmax()])
+
+
+@pytest.mark.parametrize("op", sorted(BINARY_TRUTH))
+def test_binary_lanes_and_the_remainder_agree(op: str) -> None:
+    rng = np.random.default_rng(12)
+    a, b = rng.uniform(0.1, 30, 37), rng.uniform(-30, 30, 37)
+    one = _run2(op, a, b)
+    rolled = _run2(op, np.roll(a, 5), np.roll(b, 5))
+    assert np.array_equal(np.roll(one, 5).view(np.int64), rolled.view(np.int64))
+
+
+@pytest.mark.parametrize("target", ["x86-64-v3", "x86-64-v4", "aarch64"])
+@pytest.mark.parametrize("op", sorted(BINARY_TRUTH))
+def test_binary_loop_calls_no_libm(target: str, op: str) -> None:
+    with jit.targeting(target):
+        (st,) = lower_func(binary(op, DType.F64)).steps
+        text = jit.optimized_ir(module_ir(st.kernel, "k"))
+    calls = set(re.findall(r"call[^@\n]*@(\w+)\(", text))
+    assert not calls & {"pow", "atan2", "exp", "log", "atan"}, calls
+    assert re.search(r"<\d+ x double>", text)
+
+
+@pytest.mark.parametrize("n", [0.0, 1.0, 0.5, -1.0, 2.0, 3.0, 2.5, -3.0])
+def test_pow_literal_exponents(n: float) -> None:
+    """A literal exponent (short forms for 0, 1, 1/2, -1, 2 and 3, the general code for the
+    others) against NumPy's pow: its special values exactly, the rest within the bound."""
+    f = tb.FuncBuilder("p")
+    f.ret(tb.apply_op("pow", f.param("x", "f64[N]"), n))
+    x = np.concatenate([BINARY_SPECIAL, np.random.default_rng(4).uniform(-5, 5, 500)])
+    (got,) = compile_func(f.finish(), threads=1)(x)
+    with np.errstate(all="ignore"):
+        ref = np.power(x, np.full_like(x, n))  # a scalar 0.5 would be NumPy's sqrt, not C99's
+    special = np.isnan(ref) | ~np.isfinite(ref) | (ref == 0)
+    assert np.array_equal(got[special], ref[special], equal_nan=True)
+    assert np.array_equal(np.signbit(got[special & ~np.isnan(ref)]),
+                          np.signbit(ref[special & ~np.isnan(ref)]))
+    err = _ulps2("pow", got[~special], x[~special], np.full((~special).sum(), n))
+    assert err.max() <= binmath.ULP_BOUNDS_F64["pow"], x[~special][err.argmax()]

@@ -42,9 +42,10 @@ PROGRAMS = ["fma_relu", "gelu", "bias_relu", "softmax", "layernorm", "sum", "col
 UNARY = ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos", "atan",
          "erf", "floor", "ceil", "round", "round_even"]
 UNARY_F64 = ["exp", "log", "tanh", "sigmoid", "sin", "cos", "atan", "erf"]  # codegen/mathf64.py
+BINARY_F64 = ["pow", "atan2"]  # codegen/binmath.py
 CASES = ["fma_relu", "gelu", "bias_relu", "softmax", "layernorm", "sum", "colsum", "matmul",
          "transpose",
-         *(f"unary_{op}" for op in UNARY), *(f"f64_{op}" for op in UNARY_F64)]
+         *(f"unary_{op}" for op in UNARY), *(f"f64_{op}" for op in UNARY_F64 + BINARY_F64)]
 BIG = 1 << 24
 ROWS, COLS = 4096, 1024
 
@@ -187,7 +188,8 @@ def variants(name: str, threads: int) -> Iterator[Variant]:
     ne, nb = _ne(), _nb()
     if name.startswith(("unary_", "f64_")):
         kind, op = name.split("_", 1)
-        yield _unary(op, threads, ne, "f64" if kind == "f64" else "f32")
+        yield (_binary_f64(op, threads) if op in BINARY_F64
+               else _unary(op, threads, ne, "f64" if kind == "f64" else "f32"))
         return
     if name == "fma_relu":
         a, b, c = (_rand((BIG,), i) for i in range(3))
@@ -325,4 +327,18 @@ def _unary(op: str, threads: int, ne: Any, dtype: str = "f32") -> Variant:
     v.engines["numpy"] = lambda: _NUMPY_UNARY[op](x)
     if ne is not None and op in _NUMEXPR_UNARY:
         v.engines["numexpr"] = lambda: ne.evaluate(_NUMEXPR_UNARY[op], local_dict={"x": x})
+    return v
+
+
+def _binary_f64(op: str, threads: int) -> Variant:
+    """``op`` over two arrays of 8M f64: x in [0.1, 5], y in [-5, 5]."""
+    x = _rand((BIG // 2,), 0, (0.1, 5.0)).astype(np.float64)
+    y = _rand((BIG // 2,), 1, (-5.0, 5.0)).astype(np.float64)
+    out = np.empty_like(x)
+    f = tb.FuncBuilder(op)
+    f.ret(tb.apply_op(op, f.param("x", "f64[N]"), f.param("y", "f64[N]")))
+    cf = compile_func(f.finish(), threads=threads)
+    v = Variant(f"{op} 8M f64", bytes=24 * (BIG // 2), stream="triad")
+    v.engines["tcp-rules"] = lambda: cf(x, y, out=(out,))
+    v.engines["numpy"] = lambda: (np.power if op == "pow" else np.arctan2)(x, y)
     return v

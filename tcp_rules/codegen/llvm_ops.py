@@ -84,7 +84,7 @@ def _atan2(e: IR, a: Sequence[ir.Value], dt: Sequence[DType], at: Mapping[str, A
            out: DType) -> ir.Value:
     if dt[0] is DType.F32:
         return binmath.atan2_f32(e, a[0], a[1])
-    return e.libm("atan2", a)  # f64: libm's, accurate and scalar (as exp, log... in f64)
+    return binmath.atan2_f64(e, a[0], a[1])
 
 
 @lowering("pow")
@@ -93,7 +93,7 @@ def _pow(e: IR, a: Sequence[ir.Value], dt: Sequence[DType], at: Mapping[str, Any
     if dt[0] is DType.F32:
         return binmath.pow_f32(e, a[0], a[1])
     if dt[0].is_float:  # f64
-        return e.libm("pow", a)
+        return binmath.pow_f64(e, a[0], a[1])
     return int_pow(e, a[0], a[1])
 
 

@@ -10,8 +10,7 @@ f64 ones (Cephes, fdlibm) with fused multiply-adds; ``mathlib`` dispatches here 
 Accuracy in f64 ulps of the true value (mpmath at 90 bits): "measured" is the maximum over 2**16
 random samples per range of ``tests/test_codegen_math_f64.py`` and its edge cases (sin and cos
 also over 4096 doubles nearest to multiples of pi/2); the test asserts ``ULP_BOUNDS`` on 2**12
-samples per range. pow and atan2 stay libm's in f64 (scalar; the op table marks them
-``scalar_call``, so the cost model keeps them out of fused bodies where that pays).
+samples per range. f64 pow and atan2 are in binmath.py, built on these.
 
 ========  ========  =====  ================================================================
 function  measured  bound  method
@@ -68,7 +67,7 @@ _ATAN_P = (-8.750608600031904122785e-1, -1.615753718733365076637e1, -7.500855792
 _ATAN_Q = (1.0, 2.485846490142306297962e1, 1.650270098316988542046e2, 4.328810604912902668951e2,
            4.853903996359136964868e2, 1.945506571482613964425e2)
 _T3P8 = 2.41421356237309504880  # tan(3 pi / 8)
-_PIO2 = (1.5707963267948966, 6.123233995736766e-17, -1.4973849048591698e-33)
+PIO2 = (1.5707963267948966, 6.123233995736766e-17, -1.4973849048591698e-33)
 _PIO4 = (0.7853981633974483, 3.061616997868383e-17)
 _SIN_P = (1.58962301576546568060e-10, -2.50507477628578072866e-8, 2.75573136213857245213e-6,
           -1.98412698295895385996e-4, 8.33333333332211858878e-3, -1.66666666666666307295e-1)
@@ -221,11 +220,11 @@ def sigmoid(e: IR, x: ir.Value) -> ir.Value:
     return e.fsel("<", x, c(-_EXP_HI), c(0.0), b.fdiv(s, b.fadd(s, p4)))
 
 
-def atan(e: IR, x: ir.Value) -> ir.Value:
-    """Arc tangent of f64 ``x`` (Cephes' atan.c, its three ranges chosen by selects)."""
-    b, ty = e.b, x.type
+def atan_parts(e: IR, ax: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(hi, small) with atan(ax) = hi + small for f64 ``ax`` >= 0 (or NaN): hi is 0, pi/4's or
+    pi/2's high part (Cephes' atan.c, its three ranges chosen by selects)."""
+    b, ty = e.b, ax.type
     c = lambda v: e.const(ty, v)  # noqa: E731
-    ax = e.fabs(x)
     big = b.fcmp_ordered(">", ax, c(_T3P8))
     mid = b.fcmp_ordered(">", ax, c(0.66))
     # t = -1/|x| (big), (|x| - 1) / (|x| + 1) (mid) or |x|: one division. inf gives -0.0.
@@ -234,9 +233,16 @@ def atan(e: IR, x: ir.Value) -> ir.Value:
     z = b.fmul(t, t)
     w = b.fdiv(b.fmul(z, e.poly(z, _ATAN_P)), e.poly(z, _ATAN_Q))
     r = e.fma(t, w, t)
-    hi = b.select(big, c(_PIO2[0]), b.select(mid, c(_PIO4[0]), c(0.0)))
-    lo = b.select(big, c(_PIO2[1]), b.select(mid, c(_PIO4[1]), c(0.0)))
-    return _with_sign_of(e, b.fadd(hi, b.fadd(r, lo)), x, ax)
+    hi = b.select(big, c(PIO2[0]), b.select(mid, c(_PIO4[0]), c(0.0)))
+    lo = b.select(big, c(PIO2[1]), b.select(mid, c(_PIO4[1]), c(0.0)))
+    return hi, b.fadd(r, lo)
+
+
+def atan(e: IR, x: ir.Value) -> ir.Value:
+    """Arc tangent of f64 ``x``."""
+    ax = e.fabs(x)
+    hi, small = atan_parts(e, ax)
+    return _with_sign_of(e, e.b.fadd(hi, small), x, ax)
 
 
 def sincos_parts(e: IR, x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
@@ -251,13 +257,13 @@ def sincos_parts(e: IR, x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
     # magnitude); n P2 = p + p_lo exactly; t - p = r + err exactly (2Sum: t and p may cancel
     # to a few bits, near multiples of pi/2); n P3 is below r's last bit. Rounding r alone cost
     # up to 1 ulp of a result just below a power of 2, and 60 near multiples of pi/2.
-    t = e.fma(n, c(-_PIO2[0]), a)
-    p = b.fmul(n, c(_PIO2[1]))
-    p_lo = e.fma(n, c(_PIO2[1]), b.fneg(p))
+    t = e.fma(n, c(-PIO2[0]), a)
+    p = b.fmul(n, c(PIO2[1]))
+    p_lo = e.fma(n, c(PIO2[1]), b.fneg(p))
     r = b.fsub(t, p)
     bb = b.fsub(r, t)
     err = b.fadd(b.fsub(t, b.fsub(r, bb)), b.fsub(b.fneg(p), bb))
-    r_lo = e.fma(n, c(-_PIO2[2]), b.fsub(err, p_lo))
+    r_lo = e.fma(n, c(-PIO2[2]), b.fsub(err, p_lo))
     z = b.fmul(r, r)
     # sin(r + r_lo) = r + r z P(z) + r_lo (1 - z/2); cos(r + r_lo) = w + (((1 - w) - z/2) +
     # z**2 Q(z) - r r_lo), w = 1 - z/2: fdlibm's kernels, which add back w's rounding error
@@ -293,3 +299,78 @@ def erf(e: IR, x: ir.Value, how: str) -> ir.Value:
     scaled = b.fmul(exp(e, b.fneg(hi), how), b.fsub(c(1.0), lo))
     far = e.fma(b.fneg(scaled), g, c(1.0))
     return b.select(b.fcmp_ordered("<", ax, c(ERF_SPLIT)), near0, _with_sign_of(e, far, x, ax))
+
+
+# pow ---------------------------------------------------------------------------------------
+# |x|**y = exp(y ln|x|) needs y ln|x| to ~2**-54 absolute where the result is finite and nonzero
+# (|y ln|x|| up to 745): ln|x| to ~2**-64 relative, more than f64 holds, so it is carried in two
+# parts, as is the product with y; exp then applies the low part as p (1 + lo).
+_TWO_THIRDS = (0.6666666666666666, 3.700743415417188e-17)  # 2/3 in two parts
+# atanh(s) / s = 1 + z/3 + z**2 G2(z), z = s**2 <= 0.0295: the series to 2**-66 of the whole
+_ATANH_G2 = tuple(1.0 / (2 * k + 5) for k in range(10, -1, -1))
+
+
+def _two_sum(e: IR, a: ir.Value, b_: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(s, err) with s = fl(a + b_) and a + b_ = s + err exactly (Knuth's 2Sum)."""
+    b = e.b
+    s = b.fadd(a, b_)
+    bb = b.fsub(s, a)
+    return s, b.fadd(b.fsub(a, b.fsub(s, bb)), b.fsub(b_, bb))
+
+
+def _log_parts(e: IR, ax: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(hi, lo) with ln(ax) = hi + lo to ~2**-66 relative, for finite f64 ``ax`` > 0: x =
+    2**n m as in log; ln m = 2 atanh(s), s = (m - 1) / (m + 1), with s, s**2 and (2/3) s**3 in
+    two parts and the rest of the series in one."""
+    b, ty = e.b, ax.type
+    c = lambda v: e.const(ty, v)  # noqa: E731
+    it = _ints(ax)
+    ci = lambda v: e.const(it, v)  # noqa: E731
+    den = b.fcmp_ordered("<", ax, c(2.2250738585072014e-308))
+    xs = b.select(den, b.fmul(ax, c(2.0 ** 54)), ax)
+    u = b.sub(b.bitcast(xs, it), ci(_SQRT_HALF_BITS))
+    n = b.sitofp(b.sub(b.ashr(u, ci(52)), b.select(den, ci(54), ci(0))), ty)
+    m = b.bitcast(b.add(b.and_(u, ci(_MANT)), ci(_SQRT_HALF_BITS)), ty)
+    f = b.fsub(m, c(1.0))  # exact
+    d, d_lo = _two_sum(e, m, c(1.0))
+    s = b.fdiv(f, d)
+    s_lo = b.fdiv(b.fsub(e.fma(b.fneg(s), d, f), b.fmul(s, d_lo)), d)
+    z = b.fmul(s, s)
+    z_lo = e.fma(s, s, b.fneg(z))
+    # s**3 = p + p_lo: s z, its rounding error, and s's and z's low parts to first order
+    p = b.fmul(s, z)
+    p_lo = b.fadd(e.fma(s, z, b.fneg(p)), e.fma(s, z_lo, b.fmul(c(3.0), b.fmul(z, s_lo))))
+    q = b.fmul(c(_TWO_THIRDS[0]), p)
+    q_lo = b.fadd(e.fma(c(_TWO_THIRDS[0]), p, b.fneg(q)),
+                  e.fma(c(_TWO_THIRDS[0]), p_lo, b.fmul(c(_TWO_THIRDS[1]), p)))
+    tail = b.fmul(b.fmul(b.fadd(s, s), b.fmul(z, z)), e.poly(z, _ATANH_G2))
+    two_s = b.fadd(s, s)
+    hi = b.fadd(two_s, q)  # |2s| > |q|: Fast2Sum
+    err = b.fadd(b.fsub(two_s, hi), q)
+    lo = b.fadd(err, b.fadd(b.fadd(b.fadd(s_lo, s_lo), q_lo), tail))
+    big, err2 = _two_sum(e, b.fmul(n, c(_LN2_HI)), hi)  # n ln2_hi is exact
+    lo = b.fadd(err2, e.fma(n, c(_LN2_LO), lo))
+    top = b.fadd(big, lo)
+    return top, b.fsub(lo, b.fsub(top, big))
+
+
+def pow_abs(e: IR, ax: ir.Value, y: ir.Value, how: str) -> ir.Value:
+    """|x| ** y for finite f64 ``ax`` = |x| > 0 (garbage for 0, inf and NaN: the caller
+    selects C99's values there), 2**n applied as ``how`` says."""
+    b, ty = e.b, ax.type
+    c = lambda v: e.const(ty, v)  # noqa: E731
+    hi, lo = _log_parts(e, ax)
+    t = b.fmul(y, hi)
+    t_lo = b.fadd(e.fma(y, hi, b.fneg(t)), b.fmul(y, lo))
+    # As exp: clamped, 0 selected below _EXP_ZERO; t_lo only where t is in range (t = +-inf
+    # makes it NaN)
+    tc = e.fsel(">", t, c(_EXP_HI + 1.0), c(_EXP_HI + 1.0), t)
+    inside = b.fcmp_ordered(">=", tc, c(_EXP_ZERO))
+    tc = b.select(inside, tc, c(0.0))
+    k, r = _reduce(e, tc)
+    t_lo = b.select(b.fcmp_ordered("<", t, c(_EXP_HI)), t_lo, c(0.0))
+    # exp(r + t_lo) = 1 + (r Q(r) + t_lo e**r), Q(r) = (e**r - 1) / r: t_lo joins before the
+    # last rounding (as e**r (1 + t_lo), 1.28 ulp at most in all)
+    q = e.poly(r, _EXP13[:-1])
+    inner = e.fma(r, q, b.fmul(t_lo, e.fma(r, q, c(1.0))))
+    return b.select(inside, scale(e, b.fadd(c(1.0), inner), _n(e, k), how), c(0.0))

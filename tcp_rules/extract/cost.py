@@ -33,7 +33,7 @@ from typing import Protocol
 from tcp_rules.extract.snapshot import ENode
 from tcp_rules.ops.fusion import MATMULS, broadcast_hoists
 from tcp_rules.sorts import Sort
-from tcp_rules.types import DType, TensorType
+from tcp_rules.types import TensorType
 
 
 class CostModel(Protocol):
@@ -59,12 +59,6 @@ class RooflineCost:
     matmul_flop_ns: float = 0.011  # a packed, register-blocked matmul: ~90 GFLOP/s
     byte_ns: float = 0.016  # ~60 GB/s: data in cache; from DRAM it is ~3x slower
     op_ns: float = 4500.0  # per kernel: its dispatch from Python (buffer pointers, ctypes call)
-    # per element of a scalar library call (f64 pow, atan2) inside a kernel body: the vector
-    # registers the body keeps live are spilled around each lane's call (measured when f32 pow
-    # was one: a GELU body with pow took ~24 ns an element fused, ~12 as pow's kernel plus the
-    # rest's). The call at tensor level, a kernel of its own, pays none: extraction can keep it
-    # out of the body.
-    call_spill_ns: float = 10.0
 
     def shape(self, t: TensorType) -> tuple[int, ...]:
         return _concrete_shape(t, self.sizes, self.default_size)
@@ -92,8 +86,6 @@ class RooflineCost:
         if sort is Sort.BODY:
             if self._materializes_in_body(op.name, attrs, out, args):
                 return self.op_ns + 2 * sum(map(self.nbytes, args)) * self.byte_ns + flops
-            if op.cost.scalar_call and out.dtype is DType.F64:
-                flops += math.prod(self.shape(out)) * self.call_spill_ns
             return BODY_EPS + flops
         if not op.cost.materializes:  # folded into the consumer's indexing
             return 1.0  # never free, so that a cycle of such ops never looks free

@@ -101,15 +101,11 @@ class CostFormula:
     ``materializes`` is False for ops whose result is only an index remapping (broadcast,
     transpose) that fused code can fold into its consumer's indexing. ``custom`` computes flops
     from concrete operand and result shapes where a per-element count does not fit (matmul).
-    ``scalar_call``: for f64 the op is a C library call per element (pow, atan2; f32 is vector
-    code), which vector code makes lane by lane, spilling every live vector register around each
-    call: the cost model charges it more inside a fused body than in a kernel of its own.
     """
 
     flops_per_element: float
     per_input: bool = False
     materializes: bool = True
-    scalar_call: bool = False
     custom: Callable[[Sequence[Shape], Shape, Attrs], float] | None = None
 
     def evaluate(self, args: Sequence[tuple[Shape, int]], out: tuple[Shape, int],

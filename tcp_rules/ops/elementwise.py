@@ -84,14 +84,13 @@ def _unary(name: str, fn: Callable[[np.ndarray], np.ndarray], doc: str, flops: f
 
 def _binary(name: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], doc: str,
             flops: float, allowed: DTypeSet = NUMERIC, traits: Traits = EW,
-            result: DType | None = None, category: str = "binary",
-            scalar_call: bool = False) -> OpDef:
+            result: DType | None = None, category: str = "binary") -> OpDef:
     return OpDef(
         name=name, doc=doc, operands=("x", "y"), attrs=(),
         infer=partial(_infer_elementwise, allowed, result),
         reference=in_f32(
             lambda a, attrs, out: np.asarray(fn(a[0], a[1]), dtype=out.dtype.np_dtype)),
-        cost=CostFormula(flops, scalar_call=scalar_call), traits=traits, category=category)
+        cost=CostFormula(flops), traits=traits, category=category)
 
 
 def round_half_away(x: np.ndarray) -> np.ndarray:
@@ -255,14 +254,12 @@ ELEMENTWISE_OPS: tuple[OpDef, ...] = (
     _binary("min", np.minimum, "smaller operand, NaN if either is NaN", 1,
             traits=Traits(elementwise=True, associative=True, identity=float("inf"),
                           idempotent=True)),
-    # f32 pow and atan2 are vector code (codegen/binmath.py): measured at ~3.4 and ~1.1 ns an
+    # pow and atan2 are vector code (codegen/binmath.py): f32 measured at ~3.4 and ~1.1 ns an
     # element in kernels of their own (1M elements, 1 thread), i.e. ~100 and ~30 of the vector
-    # flops the other ops count; f64 ones are C library calls (docs/optimizer.md, "Never slower")
+    # flops the other ops count
     _binary("pow", power, "x to the power y; integers wrap, and y < 0 gives 0 except for x = 1 "
-            "(1) and x = -1 (1 or -1); not on unsigned integers", 100, FLOATS | SIGNED,
-            scalar_call=True),
-    _binary("atan2", np.arctan2, "arc tangent of x / y using both signs", 30, FLOATS,
-            scalar_call=True),
+            "(1) and x = -1 (1 or -1); not on unsigned integers", 100, FLOATS | SIGNED),
+    _binary("atan2", np.arctan2, "arc tangent of x / y using both signs", 30, FLOATS),
     *(_binary(name, fn, doc, 1, ALL_DTYPES, result=DType.I1, category="compare",
               traits=Traits(elementwise=True, commutative=name in ("eq", "ne")))
       for name, fn, doc in (
