@@ -47,6 +47,8 @@ runs 2.3x faster (still 0.6x NumPy's: some 150 vector operations for 8 elements)
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import llvmlite.ir as ir
 
 from tcp_rules.codegen import mathf64, mathlib
@@ -195,6 +197,31 @@ def _pow_specials(e: IR, x: ir.Value, y: ir.Value, power: ir.Value) -> ir.Value:
 
 def atan2_f32(e: IR, y: ir.Value, x: ir.Value) -> ir.Value:
     """The angle of (x, y), as C99's atan2f(y, x), for f32 scalars or vectors."""
+    def atan(t: ir.Value, z: ir.Value, dt: ir.Value) -> tuple[ir.Value, ir.Value]:
+        # atan(t) = t + t z P(z) (mathlib's polynomial); 1 / (1 + z) within 6% is enough for dt
+        c = lambda v: e.const(t.type, v)  # noqa: E731
+        return t, e.fma(e.b.fmul(t, z), e.poly(z, mathlib._ATAN_P),
+                        e.b.fmul(dt, e.fma(z, c(_RECIP_1PZ[0]), c(_RECIP_1PZ[1]))))
+    return _atan2(e, y, x, atan, mathlib._PIO2[:2])
+
+
+def atan2_f64(e: IR, y: ir.Value, x: ir.Value) -> ir.Value:
+    """The angle of (x, y), as C99's atan2(y, x), for f64 scalars or vectors: atan2_f32's
+    reduction and quadrants around mathf64's atan."""
+    def atan(t: ir.Value, z: ir.Value, dt: ir.Value) -> tuple[ir.Value, ir.Value]:
+        c = lambda v: e.const(t.type, v)  # noqa: E731
+        hi, small = mathf64.atan_parts(e, t)
+        return hi, e.fma(dt, e.fma(z, c(_RECIP_1PZ[0]), c(_RECIP_1PZ[1])), small)
+    return _atan2(e, y, x, atan, mathf64.PIO2[:2])
+
+
+AtanParts = Callable[[ir.Value, ir.Value, ir.Value], tuple[ir.Value, ir.Value]]
+
+
+def _atan2(e: IR, y: ir.Value, x: ir.Value, atan: AtanParts,
+           pio2: tuple[float, ...]) -> ir.Value:
+    """atan2(y, x) from ``atan``(t, t**2, dt) = (hi, small), atan(t + dt) = hi + small with hi
+    t or a constant, for t in [0, 1]; ``pio2``: pi/2 in two parts of x's type."""
     b, ty = e.b, y.type
     c = lambda v: e.const(ty, v)  # noqa: E731
     ay, ax = e.fabs(y), e.fabs(x)
@@ -211,50 +238,18 @@ def atan2_f32(e: IR, y: ir.Value, x: ir.Value) -> ir.Value:
     # special: no correction there.
     dt = b.fdiv(e.fma(b.fneg(q), den, num), den)
     dt = b.select(e.isnan(dt), c(0.0), dt)
-    z = b.fmul(t, t)
-    # atan(t) = t + t z P(z) (mathlib's polynomial); 1 / (1 + z) within 6% is enough for dt.
-    small = e.fma(b.fmul(t, z), e.poly(z, mathlib._ATAN_P),
-                  b.fmul(dt, e.fma(z, c(_RECIP_1PZ[0]), c(_RECIP_1PZ[1]))))
+    a_hi, a_small = atan(t, b.fmul(t, t), dt)
     # x's sign bit: atan2(+-0, -0) = +-pi
-    left = b.icmp_signed("<", b.bitcast(x, like(ty, I32)), e.const(like(ty, I32), 0))
+    it = like(ty, I32 if element(ty) == F32 else I64)
+    left = b.icmp_signed("<", b.bitcast(x, it), e.const(it, 0))
     neg = b.xor(swap, left)  # pi/2 - atan, pi - atan
-    st, ss = (b.select(neg, b.fneg(v), v) for v in (t, small))
-    hi, lo = (b.select(swap, c(part), b.select(left, c(2 * part), c(0.0)))
-              for part in mathlib._PIO2[:2])
+    st, ss = (b.select(neg, b.fneg(v), v) for v in (a_hi, a_small))
+    hi, lo = (b.select(swap, c(part), b.select(left, c(2 * part), c(0.0))) for part in pio2)
     # hi + st with its rounding error (Fast2Sum: |hi| >= |st| unless hi = 0, then exact), so
     # that the result rounds once more, at the end.
     u = b.fadd(hi, st)
     err = b.fadd(b.fsub(hi, u), st)
     return e.copysign(b.fadd(u, b.fadd(b.fadd(lo, ss), err)), y)
-
-
-def atan2_f64(e: IR, y: ir.Value, x: ir.Value) -> ir.Value:
-    """The angle of (x, y), as C99's atan2(y, x), for f64 scalars or vectors: atan2_f32's
-    reduction and quadrants around mathf64's atan."""
-    b, ty = e.b, y.type
-    c = lambda v: e.const(ty, v)  # noqa: E731
-    ay, ax = e.fabs(y), e.fabs(x)
-    swap = b.fcmp_ordered(">", ay, ax)
-    num, den = b.select(swap, ax, ay), b.select(swap, ay, ax)
-    q = b.fdiv(num, den)
-    t = b.select(b.fcmp_ordered("==", den, c(0.0)), num, q)
-    inf = c(float("inf"))
-    both_inf = b.and_(b.fcmp_ordered("==", ay, inf), b.fcmp_ordered("==", ax, inf))
-    t = b.select(both_inf, c(1.0), t)
-    dt = b.fdiv(e.fma(b.fneg(q), den, num), den)  # the quotient's rounding error, as in f32
-    dt = b.select(e.isnan(dt), c(0.0), dt)
-    a_hi, a_small = mathf64.atan_parts(e, t)
-    z = b.fmul(t, t)
-    a_small = e.fma(dt, e.fma(z, c(_RECIP_1PZ[0]), c(_RECIP_1PZ[1])), a_small)
-    left = b.icmp_signed("<", b.bitcast(x, like(ty, I64)), e.const(like(ty, I64), 0))
-    neg = b.xor(swap, left)  # pi/2 - atan, pi - atan
-    s_hi, s_small = (b.select(neg, b.fneg(v), v) for v in (a_hi, a_small))
-    hi, lo = (b.select(swap, c(part), b.select(left, c(2 * part), c(0.0)))
-              for part in mathf64.PIO2[:2])
-    # hi + s_hi with its rounding error (Fast2Sum: |hi| >= |s_hi| unless hi = 0, then exact)
-    u = b.fadd(hi, s_hi)
-    err = b.fadd(b.fsub(hi, u), s_hi)
-    return e.copysign(b.fadd(u, b.fadd(b.fadd(lo, s_small), err)), y)
 
 
 def pow_f64(e: IR, x: ir.Value, y: ir.Value) -> ir.Value:

@@ -3,8 +3,8 @@
 Branch-free (selects only), so LLVM's loop vectorizer turns them into AVX code; libm calls would
 stay scalar. Where AVX-512 has an instruction for a step (vscalefps, vgetexpps, vgetmantps, the
 table permutes of tanh and erf), vectors use it, and the portable code computes the same bits
-(tests/test_codegen_math_strategies.py, test_codegen_mathtable.py). f64 versions are in
-mathf64.py; f64 pow and atan2 call libm (accurate, scalar; f32 ones: binmath.py).
+(tests/test_codegen_math_strategies.py, test_codegen_mathtable.py). The f64 versions are in
+mathf64.py (pow and atan2 of both types: binmath.py).
 sin and cos take libm only for |x| > TRIG_BOUND, where their f32 reduction stops being exact: a
 kernel runs their inline polynomials and reruns precisely when an argument was beyond the bound
 (see the sin/cos section). Every function returns NaN for NaN and keeps the reference's
