@@ -17,8 +17,9 @@ their bounds) and the op's own error:
 - sums of n terms and dot products of length n, in any order, fused or not:
   ``gamma_n * sum |terms|`` with ``gamma_n = n u / (1 - n u)`` (Higham 3.5, 4.3);
 - the math functions: the compiled ones' documented bound in ulps of the result
-  (``mathlib.ULP_BOUNDS``), NumPy's at most REFERENCE_ULPS (NumPy does not promise its f32 math
-  to the last bit; its SIMD exp and log are documented within a few ulp), whichever is larger,
+  (``mathlib.ULP_BOUNDS``, and mathf64's and binmath's for f64), NumPy's at most
+  REFERENCE_ULPS (NumPy does not promise its f32 math to the last bit; its SIMD exp and log
+  are documented within a few ulp), whichever is larger,
   plus the operand's error times the function's derivative bound;
 - exact ops (max, min, neg, abs, data movement) only carry their operands' errors; comparisons
   and rounding to integers may flip where an operand is inexact, and selects then take either.
@@ -35,6 +36,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from tcp_rules.codegen.binmath import ULP_BOUNDS as BINARY_ULP_BOUNDS
+from tcp_rules.codegen.binmath import ULP_BOUNDS_F64 as BINARY_ULP_BOUNDS_F64
+from tcp_rules.codegen.mathf64 import ULP_BOUNDS as ULP_BOUNDS_F64
 from tcp_rules.codegen.mathlib import ULP_BOUNDS
 from tcp_rules.interpret import _concrete_attrs, bind_symbols, evaluate
 from tcp_rules.ir import Apply, Func, Param
@@ -46,7 +49,10 @@ from tcp_rules.types import DType, TensorType, finfo, is_float_array
 _LIPSCHITZ = {"tanh": 1.0, "sigmoid": 0.25, "erf": 2 / math.sqrt(math.pi), "atan": 1.0,
               "sin": 1.0, "cos": 1.0}
 REFERENCE_ULPS = 4.0
-_FN_ULPS = {f: max(b, REFERENCE_ULPS) for f, b in (ULP_BOUNDS | BINARY_ULP_BOUNDS).items()}
+# f32 and f64 bounds alike: in ulps of either type, the larger one covers both
+_F64_ULPS = ULP_BOUNDS_F64 | BINARY_ULP_BOUNDS_F64
+_FN_ULPS = {f: max(b, _F64_ULPS[f], REFERENCE_ULPS)
+            for f, b in (ULP_BOUNDS | BINARY_ULP_BOUNDS).items()}
 _MOVEMENT = frozenset(n for n, op in OPS.items() if op.category == "movement") | IDENTITY_OPS
 
 
