@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from test_codegen_math import TRUTH, ulp_error
 
 from tcp_rules.codegen import compile_func
-from tcp_rules.codegen.mathlib import TRIG_BOUND, ULP_BOUNDS
+from tcp_rules.codegen.mathlib import ULP_BOUNDS
+from tcp_rules.codegen.mathtrig import TRIG_BOUND
 from tcp_rules.types import DType
 
 # x >= 0 covers all inputs of the odd and even functions. Below -88.72283 sigmoid returns the

@@ -15,7 +15,8 @@ from numerics import assert_close_to_reference
 from tcp_rules import build as tb
 from tcp_rules.codegen import compile_func, jit
 from tcp_rules.codegen.lower import lower_func
-from tcp_rules.codegen.mathlib import TRIG_BOUND, ULP_BOUNDS
+from tcp_rules.codegen.mathlib import ULP_BOUNDS
+from tcp_rules.codegen.mathtrig import TRIG_BOUND
 from tcp_rules.codegen.runtime import module_ir
 from tcp_rules.types import DType
 

@@ -65,7 +65,7 @@ def test_polynomial_math_f32(op: str) -> None:
 
 
 # f32 polynomial math is checked against its ulp bounds above (sin and cos included, whose
-# arguments beyond mathlib.TRIG_BOUND go to libm); f64's is vector code too, checked against
+# arguments beyond mathtrig.TRIG_BOUND go to libm); f64's is vector code too, checked against
 # mpmath in test_codegen_math_f64.py: here, against NumPy's libm on edge values.
 LIBM_CASES = [(op, dt) for dt in (F32, F64)
               for op in [*LIBM, "exp", "log", "tanh", "sigmoid", "erf", "atan"]

@@ -51,7 +51,7 @@ from collections.abc import Callable
 
 import llvmlite.ir as ir
 
-from tcp_rules.codegen import mathf64, mathlib
+from tcp_rules.codegen import mathf64, mathlib, mathtrig
 from tcp_rules.codegen.irbase import F32, F64, I32, I64, IR, element, like
 
 ULP_BOUNDS = {"pow": 0.51, "atan2": 1.3}
@@ -202,7 +202,7 @@ def atan2_f32(e: IR, y: ir.Value, x: ir.Value) -> ir.Value:
         c = lambda v: e.const(t.type, v)  # noqa: E731
         return t, e.fma(e.b.fmul(t, z), e.poly(z, mathlib._ATAN_P),
                         e.b.fmul(dt, e.fma(z, c(_RECIP_1PZ[0]), c(_RECIP_1PZ[1]))))
-    return _atan2(e, y, x, atan, mathlib._PIO2[:2])
+    return _atan2(e, y, x, atan, mathtrig.PIO2[:2])
 
 
 def atan2_f64(e: IR, y: ir.Value, x: ir.Value) -> ir.Value:

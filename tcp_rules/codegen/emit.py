@@ -610,7 +610,7 @@ def emit_kernel(module: ir.Module, k: Kernel, name: str) -> ir.Function:
 
     A kernel computing sin or cos is emitted twice: the function ``name`` takes the inline,
     vectorizable f32 paths and flags any argument beyond their range; when the flag is set, it
-    reruns its range with the precise version (mathlib's sin/cos section). A rerun is safe: a
+    reruns its range with the precise version (mathtrig.py). A rerun is safe: a
     kernel's output never overlaps its inputs, and each run writes all of its range.
     """
     if len(k.out_map()) != k.output.rank:

@@ -47,7 +47,7 @@ ULP_BOUNDS = {"exp": 1.0, "log": 1.0, "tanh": 1.5, "sigmoid": 2.0, "erf": 1.0, "
               "sin": 1.0, "cos": 1.0}
 
 ROUND_SHIFT = 1.5 * 2.0 ** 52  # x + ROUND_SHIFT rounds x to an integer held in the low bits
-TRIG_BOUND = 2.0 ** 30  # beyond it sin and cos take libm's lanes (see mathlib's sin/cos section)
+TRIG_BOUND = 2.0 ** 30  # beyond it sin and cos take libm's lanes (see mathtrig)
 
 _LOG2E = 1.4426950408889634
 _LN2_HI, _LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10  # n * hi exact
@@ -246,7 +246,7 @@ def atan(e: IR, x: ir.Value) -> ir.Value:
 
 
 def sincos_parts(e: IR, x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
-    """(k, sin r, cos r) for f64 ``x`` = n pi/2 + r, n in k's low bits (mathlib.quadrant puts
+    """(k, sin r, cos r) for f64 ``x`` = n pi/2 + r, n in k's low bits (mathtrig.quadrant puts
     them together), for |x| <= TRIG_BOUND; NaN for NaN and inf, garbage beyond."""
     b, ty = e.b, x.type
     c = lambda v: e.const(ty, v)  # noqa: E731
