@@ -260,3 +260,19 @@ def widened(e: IR, name: str, x: ir.Value, body: Body) -> ir.Value:
     if isinstance(x.type, ir.VectorType):
         return body(e, x)
     return e.b.call(_widenable(e, name, x.type, body), [x])
+
+
+def scale(e: IR, y: ir.Value, n: ir.Value, how: str) -> ir.Value:
+    """``y * 2**n`` rounded once (denormal results included) for y in [0.5, 2): f32 with i32
+    ``n`` in [-250, 254], f64 with i64 ``n`` in [-1090, 1030]. "ldexp" (vscalefps/pd with
+    AVX-512) and "split" (two products by normal powers of two, the first exact) compute the
+    same bits; llvm.ldexp elsewhere would be a libm call per lane."""
+    b = e.b
+    if how == "ldexp":
+        n32 = n if element(n.type) == I32 else b.trunc(n, like(n.type, I32))
+        return e.intrinsic("ldexp", [y, n32], tys=[y.type, n32.type])
+    bias, shift = (127, 23) if element(y.type) == F32 else (1023, 52)
+    ci = lambda v: e.const(n.type, v)  # noqa: E731
+    n1 = b.ashr(n, ci(1))
+    s1, s2 = (b.bitcast(b.shl(b.add(m, ci(bias)), ci(shift)), y.type) for m in (n1, b.sub(n, n1)))
+    return b.fmul(b.fmul(y, s1), s2)

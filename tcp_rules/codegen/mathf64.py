@@ -41,7 +41,7 @@ import math
 
 import llvmlite.ir as ir
 
-from tcp_rules.codegen.irbase import I64, IR, like
+from tcp_rules.codegen.irbase import I64, IR, like, scale
 
 ULP_BOUNDS = {"exp": 1.0, "log": 1.0, "tanh": 1.5, "sigmoid": 2.0, "erf": 1.0, "atan": 1.0,
               "sin": 1.0, "cos": 1.0}
@@ -113,20 +113,6 @@ def _ints(x: ir.Value) -> ir.Type:
     return like(x.type, I64)
 
 
-def scale(e: IR, y: ir.Value, n: ir.Value, how: str) -> ir.Value:
-    """f64 ``y * 2**n`` rounded once (denormal results included), for y in [0.5, 2) and i64
-    ``n`` in [-1090, 1030]: "ldexp" (vscalefpd with AVX-512) and "split" give the same bits."""
-    b = e.b
-    if how == "ldexp":
-        n32 = b.trunc(n, like(n.type, ir.IntType(32)))
-        return e.intrinsic("ldexp", [y, n32], tys=[y.type, n32.type])
-    # Two normal powers of two: the first product is exact, the second rounds.
-    ci = lambda v: e.const(n.type, v)  # noqa: E731
-    n1 = b.ashr(n, ci(1))
-    s1, s2 = (b.bitcast(b.shl(b.add(m, ci(1023)), ci(52)), y.type) for m in (n1, b.sub(n, n1)))
-    return b.fmul(b.fmul(y, s1), s2)
-
-
 def _reduce(e: IR, y: ir.Value) -> tuple[ir.Value, ir.Value]:
     """(k, r) with y = n ln2 + r, |r| <= ln2/2, n in k's low bits; for |y| < 2**40."""
     b, ty = e.b, y.type
@@ -142,15 +128,40 @@ def _n(e: IR, k: ir.Value) -> ir.Value:
     return e.b.sub(e.b.bitcast(k, it), e.b.bitcast(e.const(k.type, ROUND_SHIFT), it))
 
 
-def exp(e: IR, x: ir.Value, how: str) -> ir.Value:
-    """e**x for f64 ``x``, 2**n applied by :func:`scale` as ``how`` says."""
+def exp(e: IR, x: ir.Value, how: str, lo: ir.Value | None = None) -> ir.Value:
+    """e**(x + lo) for f64 ``x`` and ``lo`` below x's last bit (pow's y ln|x| in two parts;
+    none: e**x), 2**n applied by irbase's ``scale`` as ``how`` says."""
+    b = e.b
     c = lambda v: e.const(x.type, v)  # noqa: E731
     # Clamps keep n in scale's range (NaN passes them); below _EXP_ZERO 0 is selected at the
     # end, exp(0) computed meanwhile (a product rounding to 0 takes a denormal assist per lane).
     xc = e.fsel(">", x, c(_EXP_HI + 1.0), c(_EXP_HI + 1.0), x)
     xc = e.fsel("<", xc, c(_EXP_ZERO), c(0.0), xc)
     k, r = _reduce(e, xc)
-    return e.fsel("<", x, c(_EXP_ZERO), c(0.0), scale(e, e.poly(r, _EXP13), _n(e, k), how))
+    if lo is None:
+        p = e.poly(r, _EXP13)
+    else:
+        # e**(r + lo) = 1 + (r Q(r) + lo e**r), Q(r) = (e**r - 1) / r: lo joins before the
+        # last rounding (as e**r (1 + lo), 1.28 ulp at most in pow); only where x is in range
+        # (x = +-inf makes lo NaN)
+        lo = b.select(b.fcmp_ordered("<", x, c(_EXP_HI)), lo, c(0.0))
+        q = e.poly(r, _EXP13[:-1])
+        p = b.fadd(c(1.0), e.fma(r, q, b.fmul(lo, e.fma(r, q, c(1.0)))))
+    return e.fsel("<", x, c(_EXP_ZERO), c(0.0), scale(e, p, _n(e, k), how))
+
+
+def _split(e: IR, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(n, m) with x = 2**n m, m in [sqrt(2)/2, sqrt(2)), n as f64, for positive finite f64
+    ``x`` (denormals scaled by 2**54 first); garbage elsewhere."""
+    b, ty = e.b, x.type
+    c = lambda v: e.const(ty, v)  # noqa: E731
+    it = _ints(x)
+    ci = lambda v: e.const(it, v)  # noqa: E731
+    den = b.fcmp_ordered("<", x, c(2.2250738585072014e-308))
+    xs = b.select(den, b.fmul(x, c(2.0 ** 54)), x)
+    u = b.sub(b.bitcast(xs, it), ci(_SQRT_HALF_BITS))
+    n = b.sitofp(b.sub(b.ashr(u, ci(52)), b.select(den, ci(54), ci(0))), ty)
+    return n, b.bitcast(b.add(b.and_(u, ci(_MANT)), ci(_SQRT_HALF_BITS)), ty)
 
 
 def log(e: IR, x: ir.Value) -> ir.Value:
@@ -159,11 +170,8 @@ def log(e: IR, x: ir.Value) -> ir.Value:
     c = lambda v: e.const(ty, v)  # noqa: E731
     it = _ints(x)
     ci = lambda v: e.const(it, v)  # noqa: E731
-    den = b.fcmp_ordered("<", x, c(2.2250738585072014e-308))  # denormals: scaled by 2**54
-    xs = b.select(den, b.fmul(x, c(2.0 ** 54)), x)
-    u = b.sub(b.bitcast(xs, it), ci(_SQRT_HALF_BITS))
-    n = b.sitofp(b.sub(b.ashr(u, ci(52)), b.select(den, ci(54), ci(0))), ty)
-    f = b.fsub(b.bitcast(b.add(b.and_(u, ci(_MANT)), ci(_SQRT_HALF_BITS)), ty), c(1.0))
+    n, m = _split(e, x)
+    f = b.fsub(m, c(1.0))
     s = b.fdiv(f, b.fadd(c(2.0), f))
     z = b.fmul(s, s)
     r = b.fmul(z, e.poly(z, _LG))
@@ -324,13 +332,7 @@ def _log_parts(e: IR, ax: ir.Value) -> tuple[ir.Value, ir.Value]:
     two parts and the rest of the series in one."""
     b, ty = e.b, ax.type
     c = lambda v: e.const(ty, v)  # noqa: E731
-    it = _ints(ax)
-    ci = lambda v: e.const(it, v)  # noqa: E731
-    den = b.fcmp_ordered("<", ax, c(2.2250738585072014e-308))
-    xs = b.select(den, b.fmul(ax, c(2.0 ** 54)), ax)
-    u = b.sub(b.bitcast(xs, it), ci(_SQRT_HALF_BITS))
-    n = b.sitofp(b.sub(b.ashr(u, ci(52)), b.select(den, ci(54), ci(0))), ty)
-    m = b.bitcast(b.add(b.and_(u, ci(_MANT)), ci(_SQRT_HALF_BITS)), ty)
+    n, m = _split(e, ax)
     f = b.fsub(m, c(1.0))  # exact
     d, d_lo = _two_sum(e, m, c(1.0))
     s = b.fdiv(f, d)
@@ -357,20 +359,7 @@ def _log_parts(e: IR, ax: ir.Value) -> tuple[ir.Value, ir.Value]:
 def pow_abs(e: IR, ax: ir.Value, y: ir.Value, how: str) -> ir.Value:
     """|x| ** y for finite f64 ``ax`` = |x| > 0 (garbage for 0, inf and NaN: the caller
     selects C99's values there), 2**n applied as ``how`` says."""
-    b, ty = e.b, ax.type
-    c = lambda v: e.const(ty, v)  # noqa: E731
+    b = e.b
     hi, lo = _log_parts(e, ax)
     t = b.fmul(y, hi)
-    t_lo = b.fadd(e.fma(y, hi, b.fneg(t)), b.fmul(y, lo))
-    # As exp: clamped, 0 selected below _EXP_ZERO; t_lo only where t is in range (t = +-inf
-    # makes it NaN)
-    tc = e.fsel(">", t, c(_EXP_HI + 1.0), c(_EXP_HI + 1.0), t)
-    inside = b.fcmp_ordered(">=", tc, c(_EXP_ZERO))
-    tc = b.select(inside, tc, c(0.0))
-    k, r = _reduce(e, tc)
-    t_lo = b.select(b.fcmp_ordered("<", t, c(_EXP_HI)), t_lo, c(0.0))
-    # exp(r + t_lo) = 1 + (r Q(r) + t_lo e**r), Q(r) = (e**r - 1) / r: t_lo joins before the
-    # last rounding (as e**r (1 + t_lo), 1.28 ulp at most in all)
-    q = e.poly(r, _EXP13[:-1])
-    inner = e.fma(r, q, b.fmul(t_lo, e.fma(r, q, c(1.0))))
-    return b.select(inside, scale(e, b.fadd(c(1.0), inner), _n(e, k), how), c(0.0))
+    return exp(e, t, how, b.fadd(e.fma(y, hi, b.fneg(t)), b.fmul(y, lo)))

@@ -60,6 +60,7 @@ from tcp_rules.codegen.irbase import (
     ROUND_SHIFT,
     element,
     like,
+    scale,
     widened,
 )
 
@@ -92,26 +93,14 @@ def _ints(e: IR, x: ir.Value) -> ir.Type:
 
 
 def scale_strategy(target: jit.Target | None = None) -> str:
-    """How ``scale`` multiplies by 2**n on the target (default: the current one): "ldexp" with
-    AVX-512 (one vscalefps), else "split" (llvm.ldexp would be a libm call per lane)."""
+    """How irbase's ``scale`` multiplies by 2**n on the target (default: the current one):
+    "ldexp" with AVX-512 (one vscalefps), else "split" (llvm.ldexp would be a libm call per
+    lane)."""
     return "ldexp" if (target or jit.target()).has("avx512f") else "split"
 
 
-def scale(e: IR, y: ir.Value, n: ir.Value, how: str | None = None) -> ir.Value:
-    """f32 ``y * 2**n`` rounded once (denormal results included), for y in [0.5, 2) and i32
-    ``n`` in [-250, 254]: both strategies compute the same bits."""
-    b = e.b
-    if (how or scale_strategy()) == "ldexp":
-        return e.intrinsic("ldexp", [y, n], tys=[y.type, n.type])
-    # Two normal powers of two: the first product is exact, the second rounds.
-    ci = lambda v: e.const(n.type, v)  # noqa: E731
-    n1 = b.ashr(n, ci(1))
-    s1, s2 = (b.bitcast(b.shl(b.add(m, ci(127)), ci(23)), y.type) for m in (n1, b.sub(n, n1)))
-    return b.fmul(b.fmul(y, s1), s2)
-
-
 def exp(e: IR, x: ir.Value, how: str | None = None) -> ir.Value:
-    """e**x (f32 polynomial, 2**n applied by ``scale`` as ``how`` says; f64: mathf64).
+    """e**x (f32 polynomial, 2**n applied by irbase's ``scale`` as ``how`` says; f64: mathf64).
 
     Inside a loop that the kernel emitter can run again (``e.exp_guard`` set) and without
     vscalefps, the fast path instead (:func:`exp_fast`), which records the largest |x| in the
