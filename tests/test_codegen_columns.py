@@ -4,6 +4,11 @@ not depend on the column blocks or the threads, and that the column loop is vect
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from codegen.support import assert_same, edge_values, tcpr_cache  # noqa: F401
@@ -110,25 +115,30 @@ def test_column_reductions_of_rank_three(axes: str, shape: tuple[int, ...], out:
     assert_close_to_reference(compile_func(func, threads=2)(x), func, [x], axes)
 
 
-def variance_kernel() -> Kernel:
-    """var over axis 0 of x: f32[R, C] in one kernel: its body uses the mean, itself a column
+def variance_kernel(dt: DType = F32) -> Kernel:
+    """var over axis 0 of x: ``dt``[R, C] in one kernel: its body uses the mean, itself a column
     reduction, which the variance's accumulation reads from its accumulators."""
     d0 = Affine.var("d0")
-    rows = Const(F32, 1100.0)
-    mean = Op(F32, "div", (Reduce(F32, "sum", (("r0", "R"),), Load(F32, 0, (Affine.var("r0"),
-                                                                          d0))), rows))
-    dev = Op(F32, "sub", (Load(F32, 0, (Affine.var("r1"), d0)), mean))
-    var = Op(F32, "div", (Reduce(F32, "sum", (("r1", "R"),), Op(F32, "mul", (dev, dev))), rows))
-    return Kernel("var0", (Buffer("x", F32, ("R", "C")), Buffer("out", F32, ("C",))),
+    rows = Const(dt, 1100.0)
+    mean = Op(dt, "div", (Reduce(dt, "sum", (("r0", "R"),), Load(dt, 0, (Affine.var("r0"),
+                                                                        d0))), rows))
+    dev = Op(dt, "sub", (Load(dt, 0, (Affine.var("r1"), d0)), mean))
+    var = Op(dt, "div", (Reduce(dt, "sum", (("r1", "R"),), Op(dt, "mul", (dev, dev))), rows))
+    return Kernel("var0", (Buffer("x", dt, ("R", "C")), Buffer("out", dt, ("C",))),
                   ("R", "C"), ("C",), var)
 
 
-VARIANCE = program("""func var0(x: f32[R, C]) -> f32[C] {
+def variance_program(dt: DType = F32) -> Func:
+    """The func that :func:`variance_kernel` implements."""
+    return program(f"""func var0(x: {dt.value}[R, C]) -> {dt.value}[C] {{
   m = div(reduce_sum(x, axes=[0], keepdims=false), 1100.0)
   d = sub(x, broadcast(m, shape=[R, C], dims=[1]))
   return div(reduce_sum(mul(d, d), axes=[0], keepdims=false), 1100.0)
-}
+}}
 """)
+
+
+VARIANCE = variance_program()
 
 
 def test_a_column_reduction_using_another() -> None:
@@ -166,6 +176,62 @@ def test_threads_split_whole_column_blocks() -> None:
     assert columns.chunk_columns(k_cols) == columns.COLUMN_BLOCK
     assert columns.chunk_columns(k_rows) == 1
     assert columns.chunk_columns(k_inner) == 1  # the threads split A, not the columns
+
+
+def test_each_worker_gets_scratch_for_its_accumulators() -> None:
+    """Per column reduction, COLUMN_BLOCK accumulators and block partials, each array on a
+    cache line: an f32 sum keeps an f64 sum and an f32 partial a column, an f64 sum two f64s, a
+    max one value. A kernel without column reductions takes no scratch and no argument for it."""
+    block = columns.COLUMN_BLOCK
+
+    def scratch(func: Func) -> int:
+        (st,) = lower_func(func).steps
+        assert isinstance(st.kernel, Kernel)
+        return columns.column_scratch(st.kernel)
+    assert scratch(reduction("sum", "f32")) == block * (8 + 4)
+    assert scratch(reduction("sum", "f64")) == block * (8 + 8)
+    assert scratch(reduction("max", "f32")) == block * 4
+    assert scratch(reduction("sum", "f32", "[1]", "[R, C]", "[R]")) == 0
+    assert columns.column_scratch(variance_kernel(DType.F64)) == 2 * block * 16
+    for k, pointers in [(variance_kernel(), 3), (lower_func(reduction(
+            "sum", "f32", "[1]", "[R, C]", "[R]")).steps[0].kernel, 2)]:
+        text = module_ir(k, kernel_symbols(k)[1][0])
+        # the buffers, then the scratch where there is one, then sizes, lo and hi
+        assert text.split("define void")[1].split(")")[0].count("ptr noalias") == pointers + 1
+
+
+# A thread with musl's default stack (128 KB) runs a variance over axis 0 in f64: two column
+# reductions, whose accumulators took 128 KB of the stack before they moved to the scratch.
+SMALL_STACK = """
+import sys, threading
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from test_codegen_columns import variance_kernel, variance_program
+from tcp_rules.codegen import compile_kernel_func
+from tcp_rules.types import DType
+f = compile_kernel_func(variance_program(DType.F64), variance_kernel(DType.F64), threads=1)
+x = np.random.default_rng(3).standard_normal((1100, 300)) * 3 + 10
+want = f(x)[0]
+got = []
+threading.stack_size(128 * 1024)
+t = threading.Thread(target=lambda: got.append(f(x)[0]))
+t.start()
+t.join()
+print("same" if np.array_equal(got[0], want) else "different")
+"""
+
+
+def test_column_accumulators_need_no_stack(tmp_path: Path) -> None:
+    """The kernel's frame holds no accumulator arrays (the optimized IR has no array alloca),
+    and a thread with a 128 KB stack computes the variance's bits; run in a child process,
+    where the old code's stack overflow killed it (SIGSEGV) instead of failing a test."""
+    k = variance_kernel(DType.F64)
+    assert "alloca [" not in jit.optimized_ir(module_ir(k, kernel_symbols(k)[1][0]))
+    env = {**os.environ, "TCPR_CACHE_DIR": str(tmp_path)}
+    run = subprocess.run([sys.executable, "-c", SMALL_STACK, str(Path(__file__).parent)],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert run.returncode == 0, f"exit status {run.returncode}: {run.stderr[-2000:]}"
+    assert run.stdout.strip() == "same"
 
 
 @pytest.mark.parametrize(("target", "width"), [("x86-64-v3", 8), ("x86-64-v4", 16)])

@@ -13,7 +13,8 @@ from numerics import assert_close_to_reference
 
 from tcp_rules import build as tb
 from tcp_rules.codegen import compile_kernel_func
-from tcp_rules.codegen.emit import F32_SUM_BLOCK, KernelError
+from tcp_rules.codegen.accumulators import F32_SUM_BLOCK
+from tcp_rules.codegen.emit import KernelError
 from tcp_rules.codegen.fused import fma_relu_kernel, layernorm_kernel, softmax_kernel
 from tcp_rules.codegen.kernel import Affine, Buffer, Kernel, Load, Op, Reduce, kernel_text
 from tcp_rules.codegen.runtime import module_ir

@@ -19,7 +19,7 @@ from numerics import assert_close_to_reference, gamma
 
 from tcp_rules import build as tb
 from tcp_rules.codegen import compile_func
-from tcp_rules.codegen.emit import F32_SUM_BLOCK
+from tcp_rules.codegen.accumulators import F32_SUM_BLOCK
 from tcp_rules.codegen.kernel import MatmulKernel
 from tcp_rules.codegen.tiling import IN_PLACE_PANELS, packs_a, tile_shape
 from tcp_rules.interpret import evaluate

@@ -30,16 +30,18 @@ from typing import TYPE_CHECKING
 
 import llvmlite.ir as ir
 
-from tcp_rules.codegen.irbase import I64
+from tcp_rules.codegen.accumulators import accumulator, type_bytes
+from tcp_rules.codegen.irbase import I8, I64
 from tcp_rules.codegen.kernel import Affine, Kernel, Load, Reduce, walk
 from tcp_rules.codegen.scopes import Scopes, compute_scopes, index_vars
+from tcp_rules.codegen.stash import find_stash
 
 if TYPE_CHECKING:
     from tcp_rules.codegen.emit import KernelEmitter
 
 # Columns a block: each row's part of a block is read contiguously, 16 KB of f32. Blocks of 512
 # (2 KB a row, a row 4 KB apart) ran 2.5x slower than blocks of whole 4 KB rows, 4096 columns
-# 1.25x slower than whole 32 KB rows (Zen 4). The accumulators take 12 bytes a column of stack
+# 1.25x slower than whole 32 KB rows (Zen 4). The accumulators take 12 bytes a column of scratch
 # for f32 (an f64 sum and an f32 partial), 16 for f64.
 COLUMN_BLOCK = 4096
 # Fewer columns than this (a static count, or at run time) keep the reductions inside the column
@@ -72,6 +74,30 @@ def find_columns(k: Kernel, scopes: Scopes, skip: Reduce | None = None) -> list[
     return found
 
 
+def columns_of(k: Kernel, scopes: Scopes | None = None) -> list[Reduce]:
+    """The column reductions ``k`` is emitted with (``scopes``: its own, if already known):
+    :func:`find_columns`, leaving out the stash's row reduction."""
+    if scopes is None:
+        scopes = compute_scopes(k.value, [f"d{i}" for i in range(len(k.domain))])
+    stash = find_stash(k, scopes)
+    return find_columns(k, scopes, stash.reduce if stash is not None else None)
+
+
+def column_scratch(k: Kernel) -> int:
+    """The bytes of scratch each worker needs for ``k``'s column accumulators (0: none): per
+    column reduction, COLUMN_BLOCK accumulators and as many block partials (blocked sums),
+    each array starting on a cache line."""
+    total = 0
+    for n in columns_of(k):
+        acc_t, _, blocks = accumulator(n)
+        total += _array_bytes(acc_t) + (_array_bytes(blocks[0]) if blocks else 0)
+    return total
+
+
+def _array_bytes(ty: ir.Type) -> int:
+    return -(-COLUMN_BLOCK * type_bytes(ty) // 64) * 64
+
+
 def chunk_columns(k: Kernel) -> int:
     """The threads' chunks of ``k``'s split loop start at multiples of this many points:
     COLUMN_BLOCK where that loop is the column loop of column reductions (a rank-1 output, or
@@ -79,8 +105,7 @@ def chunk_columns(k: Kernel) -> int:
     each summed half of every 4 KB row took twice as long as one summing whole rows (Zen 4)."""
     if k.split != len(k.domain) - 1:
         return 1
-    dom = [f"d{i}" for i in range(len(k.domain))]
-    return COLUMN_BLOCK if find_columns(k, compute_scopes(k.value, dom)) else 1
+    return COLUMN_BLOCK if columns_of(k) else 1
 
 
 def _down_a_column(ld: Load, last: str, own: set[str]) -> bool:
@@ -92,11 +117,14 @@ def _down_a_column(ld: Load, last: str, own: set[str]) -> bool:
 
 
 class Columns:
-    """A kernel's column reductions; within a block of columns, their accumulators."""
+    """A kernel's column reductions; within a block of columns, their accumulators, in the
+    worker's ``scratch`` (the kernel's pointer argument; None without column reductions)."""
 
-    def __init__(self, em: KernelEmitter, reductions: list[Reduce]):
+    def __init__(self, em: KernelEmitter, reductions: list[Reduce], scratch: ir.Value | None):
         self.em = em
         self.reductions = reductions
+        self.scratch = scratch
+        self.used = 0  # bytes of the scratch the current block's arrays take
         self.slots: dict[Reduce, tuple[ir.Value, ir.Type]] = {}
         self.start: ir.Value | None = None
         self.var = ""
@@ -126,7 +154,7 @@ class Columns:
         em = self.em
 
         def block(start: ir.Value, end: ir.Value) -> None:
-            self.start, self.var = start, var
+            self.start, self.var, self.used = start, var, 0  # one block at a time
             for n in self.reductions:
                 self.slots[n] = self._accumulate(n, var, start, end)
             em.loop(var, start, end, output, reset=reset)
@@ -136,7 +164,7 @@ class Columns:
     def value(self, n: Reduce) -> ir.Value:
         """``n`` at the current column of the block."""
         slot, acc_t = self.slots[n]
-        return self.em.reduced(self.em.e.b.load(self._at(slot, acc_t)), n.dtype)
+        return self.em.reduced(self.em.e.load(acc_t, self._at(slot, acc_t)), n.dtype)
 
     def _at(self, slot: ir.Value, ty: ir.Type) -> ir.Value:
         """The address of the current column's entry of an accumulator array."""
@@ -145,17 +173,19 @@ class Columns:
         return e.gep(ty, slot, e.b.sub(self.em.idx[self.var], self.start))
 
     def _array(self, ty: ir.Type) -> ir.Value:
-        """A pointer to a new array of COLUMN_BLOCK ``ty`` on the stack."""
-        em = self.em
-        arr = em._alloca(ir.ArrayType(ty, COLUMN_BLOCK))
-        return em.allocas.bitcast(arr, ty.as_pointer())
+        """A pointer to a new array of COLUMN_BLOCK ``ty`` in the scratch (column_scratch
+        counts the same arrays)."""
+        assert self.scratch is not None
+        at = self.em.e.gep(I8, self.scratch, ir.Constant(I64, self.used))
+        self.used += _array_bytes(ty)
+        return at
 
     def _accumulate(self, n: Reduce, var: str, start: ir.Value,
                     end: ir.Value) -> tuple[ir.Value, ir.Type]:
         """Emit ``n`` over the block's columns into an array of accumulators; return it."""
         em, e = self.em, self.em.e
         b = e.b
-        acc_t, init, blocks = em.accumulator(n)
+        acc_t, init, blocks = accumulator(n)
         acc = self._array(acc_t)
         em.loop(var, start, end, lambda: b.store(e.const(acc_t, init), self._at(acc, acc_t)))
 
@@ -164,7 +194,7 @@ class Columns:
             if slot_t != x.type:
                 x = b.fpext(x, slot_t)
             at = self._at(slot, slot_t)
-            b.store(em._combine(n.kind, b.load(at), x, n.body.dtype), at)
+            b.store(em._combine(n.kind, e.load(slot_t, at), x, n.body.dtype), at)
 
         def level(j: int) -> None:
             v, ext = n.vars[j]
@@ -179,10 +209,10 @@ class Columns:
                 part = self._array(part_t)
 
                 def add_part() -> None:
-                    s = b.load(self._at(part, part_t))
+                    s = e.load(part_t, self._at(part, part_t))
                     s = b.fpext(s, acc_t) if part_t != acc_t else s
                     at = self._at(acc, acc_t)
-                    b.store(b.fadd(b.load(at), s), at)
+                    b.store(b.fadd(e.load(acc_t, at), s), at)
 
                 def block(bs: ir.Value, be: ir.Value) -> None:
                     em.loop(var, start, end,

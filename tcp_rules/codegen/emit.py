@@ -2,7 +2,8 @@
 
 Signature of every generic kernel::
 
-    void @name(ptr noalias b0, ..., ptr noalias bN, ptr noalias sizes, i64 lo, i64 hi)
+    void @name(ptr noalias b0, ..., ptr noalias bN, [ptr noalias scratch,] ptr noalias sizes,
+               i64 lo, i64 hi)
 
 ``sizes`` holds the kernel's size parameters; the loop of domain axis ``Kernel.split`` (the
 first, unless the axes before it have a static extent of 1) runs over ``[lo, hi)`` so the
@@ -11,7 +12,8 @@ whose indices it uses (a row reduction in a softmax runs once per row, not per e
 reduction whose body the output computes again stores it in the output row for the output loop
 to load (stash.py: softmax's exp runs once per element, not twice). A reduction down the
 columns of the innermost domain loop (a sum over axis 0) runs outside that loop, over blocks of
-columns at once (columns.py), so that it reads along the rows.
+columns at once (columns.py), so that it reads along the rows; its accumulators are in the
+``scratch`` the runner passes to the kernels that have such reductions (and to no other).
 Loop-carried state lives in allocas that SROA promotes to registers before vectorization.
 
 Reductions: only the accumulator update carries ``reassoc`` (so the loop vectorizer may keep
@@ -36,7 +38,8 @@ from collections.abc import Callable
 import llvmlite.ir as ir
 
 from tcp_rules.codegen import mathlib
-from tcp_rules.codegen.columns import Columns, find_columns
+from tcp_rules.codegen.accumulators import accumulator
+from tcp_rules.codegen.columns import Columns, columns_of
 from tcp_rules.codegen.irbase import I8, I32, I64, IR, PTR, VOID, mem_type, reg_type
 from tcp_rules.codegen.kernel import (
     Acc,
@@ -60,7 +63,6 @@ from tcp_rules.codegen.stash import find_stash
 from tcp_rules.codegen.storage import const_value, load_value, quantize, store_value
 from tcp_rules.codegen.transpose import W as TILE
 from tcp_rules.codegen.transpose import fill_tile, transposed_loads
-from tcp_rules.ops import identity_value
 from tcp_rules.types import DType
 
 # Ops whose f32 result on f16 or bf16 operands is already a value of that type (selection,
@@ -68,12 +70,6 @@ from tcp_rules.types import DType
 EXACT_IN_STORAGE = frozenset({"neg", "abs", "max", "min", "select", "floor", "ceil", "round",
                               "round_even"})
 
-F64_SUM_BLOCK = 1024  # f64 sums add blocks of this many terms, then the block sums
-# f32 sums add blocks of this many terms in f32 vector lanes (16 to 32 terms a lane), then the
-# block sums in f64: about as accurate as NumPy's pairwise sums (blocks of 128 in 8 lanes) and
-# free of the f64 conversions that kept the loop vectorizer at half width (an exp and sum loop
-# ran 1.4x slower). Blocks of 256 cost softmax 4% in block overheads, of 1024 a prefetch burst.
-F32_SUM_BLOCK = 512
 # Innermost domain loops with an f32 exp run in blocks of this many points, each run again with
 # exp's full path when an argument was beyond its fast path (KernelEmitter.loop).
 EXP_BLOCK = 4096
@@ -153,10 +149,11 @@ class BodyEmitter:
         raise KernelError("acc is only valid in a matmul epilogue")
 
 
-def kernel_signature(module: ir.Module, name: str, nbuf: int) -> ir.Function:
-    """``void name(ptr noalias b0.., ptr noalias sizes, i64 lo, i64 hi)``."""
-    fn = ir.Function(module, ir.FunctionType(VOID, [PTR] * (nbuf + 1) + [I64, I64]), name=name)
-    for a in fn.args[: nbuf + 1]:
+def kernel_signature(module: ir.Module, name: str, nptr: int) -> ir.Function:
+    """``void name(ptr noalias p0.., ptr noalias sizes, i64 lo, i64 hi)``, ``nptr`` pointers
+    before ``sizes``."""
+    fn = ir.Function(module, ir.FunctionType(VOID, [PTR] * (nptr + 1) + [I64, I64]), name=name)
+    for a in fn.args[: nptr + 1]:
         a.add_attribute("noalias")
     fn.attributes.add("nounwind")
     # A copy loop would become a memcpy call: glibc's ran at 0.75x a vector loop's speed here.
@@ -171,27 +168,27 @@ class KernelEmitter(BodyEmitter):
                  rerun: ir.Function | None = None):
         self.k = k
         self.rerun = rerun
-        self.fn = kernel_signature(module, name, len(k.buffers))
+        self.dom = [f"d{i}" for i in range(len(k.domain))]
+        self.scopes = compute_scopes(k.value, self.dom)
+        found = columns_of(k, self.scopes)
+        self.fn = kernel_signature(module, name, len(k.buffers) + bool(found))
         entry = self.fn.append_basic_block("entry")
         start = self.fn.append_basic_block("start")
         self.allocas = ir.IRBuilder(entry)
         self.allocas.branch(start)
         super().__init__(IR(ir.IRBuilder(start)))
         self.sizes: dict[str, ir.Value] = {}
+        sizes = self.fn.args[-3]
         for i, s in enumerate(k.sizes):
-            arg = self.fn.args[len(k.buffers)]
-            self.sizes[s] = self.e.load(I64, self.e.gep(I64, arg, ir.Constant(I64, i)))
+            self.sizes[s] = self.e.load(I64, self.e.gep(I64, sizes, ir.Constant(I64, i)))
         self.strides = [self._strides(buf.shape) for buf in k.buffers]
-        self.dom = [f"d{i}" for i in range(len(k.domain))]
-        self.scopes = compute_scopes(k.value, self.dom)
         self.order = list(walk(k.value))
         self.idx: dict[str, ir.Value] = {}
         self.bounds: dict[str, tuple[ir.Value, ir.Value]] = {}
         self.tiled = needs_tiling(k)
         self.tile_arrays: dict[Load, ir.Value] = {}  # transpose.py, during a full tile
         self.stash = find_stash(k, self.scopes)
-        self.columns = Columns(self, find_columns(
-            k, self.scopes, self.stash.reduce if self.stash is not None else None))
+        self.columns = Columns(self, found, self.fn.args[len(k.buffers)] if found else None)
         self.fast_exp = mathlib.scale_strategy() == "split"  # vscalefps needs no fast path
         if rerun is not None:
             self.e.trig_flag = self._alloca(I8, "trig.flag")
@@ -442,22 +439,6 @@ class KernelEmitter(BodyEmitter):
         v = store_value(self.e, self.value(k.value), k.output.dtype)
         self.e.b.store(v, self.address(len(k.buffers) - 1, k.out_map()))
 
-    @staticmethod
-    def accumulator(n: Reduce) -> tuple[ir.Type, float | int, tuple[ir.Type, int] | None]:
-        """A reduction's accumulator type and initial value, and how its innermost loop is
-        blocked: (the type of a block's partial result, the block's length), or None."""
-        dt = n.dtype
-        acc_t = reg_type(DType.F64 if dt.compute is DType.F32 and n.kind == "sum" else dt)
-        init = {"sum": 0, "prod": 1,  # NumPy's sums start at +0.0: sum([-0.0]) == 0.0
-                "max": identity_value(float("-inf"), dt),
-                "min": identity_value(float("inf"), dt)}[n.kind]
-        if n.kind == "sum" and n.body.dtype is DType.F64:
-            return acc_t, init, (acc_t, F64_SUM_BLOCK)
-        if n.kind == "sum" and acc_t != reg_type(dt):
-            # f32 terms are summed in f32 within blocks, the block sums in f64 (F32_SUM_BLOCK)
-            return acc_t, init, (reg_type(DType.F32), F32_SUM_BLOCK)
-        return acc_t, init, None
-
     def reduced(self, acc: ir.Value, dt: DType) -> ir.Value:
         """A reduction's result from its accumulator's value: f16 and bf16 sum in f32 (and
         f32 in f64), then round once."""
@@ -469,7 +450,7 @@ class KernelEmitter(BodyEmitter):
             return self.columns.value(n)
         b, e = self.e.b, self.e
         dt = n.dtype
-        acc_t, init, blocks = self.accumulator(n)
+        acc_t, init, blocks = accumulator(n)
         acc = self._alloca(acc_t)
         b.store(e.const(acc_t, init), acc)
         body_dt = n.body.dtype

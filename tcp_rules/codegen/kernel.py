@@ -167,8 +167,8 @@ class Reduce(Node):
     """Fold ``body`` over the loops ``vars`` (name, extent) with ``kind``.
 
     Float sums are reassociated (vectorized); f32 ones add blocks in f32 and the block sums in
-    f64 (emit.F32_SUM_BLOCK); that is an approximate transformation, like NumPy's own pairwise
-    order.
+    f64 (accumulators.F32_SUM_BLOCK); that is an approximate transformation, like NumPy's own
+    pairwise order.
     """
 
     kind: str

@@ -13,7 +13,8 @@ Intermediates live in one arena per call shape, reused between calls (a free lis
 concurrent callers each get their own): every temporary gets an offset by first fit over its live
 range (from the step that writes it to the last step that reads it or a view of it). Two buffers
 of one step never share memory: kernels' pointers are ``noalias``. A matmul's packed B panels and
-each worker's packed block of A are temporaries of their own step.
+each worker's packed block of A are temporaries of their own step, as are the column
+accumulators of each worker of a kernel with column reductions (columns.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tcp_rules.codegen.columns import chunk_columns
+from tcp_rules.codegen.columns import chunk_columns, column_scratch
 from tcp_rules.codegen.jit import Target
 from tcp_rules.codegen.kernel import MatmulKernel
 from tcp_rules.codegen.plan import Instance, Plan
@@ -218,10 +219,9 @@ pack:                                     ; a matmul packs first (split over pan
               ("0", "i64")])}
   %pn = call i64 @llvm.smax.i64(i64 %pch, i64 1)
   call void @tcpr_parallel(ptr %pool, ptr @tcpr_chunk, ptr %pctx, i64 %pn, i64 %threads)
-{word("spos.mm", "rec", SCRATCH_ARG)}
   br label %call
-call:
-  %spos = phi i64 [-1, %kind.test], [%spos.mm, %pack]
+call:                                     ; then every kernel runs its chunks
+{word("spos", "rec", SCRATCH_ARG)}
 {word("sbytes", "rec", SCRATCH_BYTES)}
   %ispos = icmp sge i64 %spos, 0
   %sposc = select i1 %ispos, i64 %spos, i64 0
@@ -389,21 +389,23 @@ def layout(plan: Plan, inst: Instance, addrs: list[tuple[int, int]], threads: in
             rec[SIZES] = sizes.ctypes.data
             # each worker's packed block of A (a token size where tiles read A in place) and
             # a row pass's block of product rows
-            per_worker = worker_scratch(st.kernel, kk, n, target)[0]
-            workers = min(threads, rows)
+            per_worker: int | None = worker_scratch(st.kernel, kk, n, target)[0]
             args.append(len(table))
             table.append((arena_slot, arena.place(packed, s, s)))
-            args.append(len(table))
-            table.append((arena_slot, arena.place(per_worker * workers, s, s)))
             # the pack function's panels run through the batches too (packing.emit_pack_all)
             rec[KIND], rec[PACK_FN], rec[PANELS] = MATMUL, pack, panels
             rec[PACK_CHUNKS] = split(panels, packed // item, 1, threads, SPLIT_PACK)
-            rec[SCRATCH_ARG] = len(args) - 1
-            rec[SCRATCH_BYTES], rec[NCHUNKS], rec[ALIGN_ROWS] = per_worker, rows, mr
-            rec[EXTENT] = groups * batch * m
+            rec[NCHUNKS], rec[ALIGN_ROWS], rec[EXTENT] = rows, mr, groups * batch * m
         else:
             align = chunk_columns(st.kernel)
             rec[NCHUNKS], rec[ALIGN_ROWS] = split(si.extent, si.work, align, threads), align
+            # each worker's column accumulators (none: no scratch argument)
+            per_worker = column_scratch(st.kernel) or None
+        if per_worker is not None:  # the last argument: worker w's part starts w * per_worker in
+            args.append(len(table))
+            workers = min(threads, max(rec[NCHUNKS], 1))
+            table.append((arena_slot, arena.place(per_worker * workers, s, s)))
+            rec[SCRATCH_ARG], rec[SCRATCH_BYTES] = len(args) - 1, per_worker
         rec[NARGS] = len(args)
         records.append(rec)
         arglists.append(args)

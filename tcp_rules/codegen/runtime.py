@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import llvmlite.ir as ir
 import numpy as np
 
-from tcp_rules.codegen import fastcall, jit, native, results
+from tcp_rules.codegen import columns, fastcall, jit, native, results
 from tcp_rules.codegen.emit import emit_kernel
 from tcp_rules.codegen.kernel import AnyKernel, Kernel, MatmulKernel, kernel_text
 from tcp_rules.codegen.lower import lower_func
@@ -62,7 +62,10 @@ def module_ir(k: AnyKernel, symbol: str) -> str:
 
 def kernel_symbols(k: AnyKernel) -> tuple[str, list[str]]:
     """The cache key of a kernel and the symbols its object defines."""
-    key = jit.cache_key(kernel_text(k))
+    # The column block decides a kernel's code and the scratch the runner gives it (program.py),
+    # so it is part of the key: tests vary it, and a kernel compiled for one block must not
+    # serve another.
+    key = jit.cache_key(f"{kernel_text(k)}\ncolumn block {columns.COLUMN_BLOCK}")
     sym = f"tcpk_{key[:24]}"
     return key, [sym, f"{sym}_pack"] if isinstance(k, MatmulKernel) else [sym]
 
@@ -115,7 +118,8 @@ class CompiledFunc:
             st.symbol = syms[0]
             self.addrs.append((addrs[syms[0]], addrs[syms[1]] if len(syms) > 1 else 0))
         self.results = list(dict.fromkeys(plan.results))  # each result buffer once
-        most = max((len(st.buffers) + 2 * isinstance(st.kernel, MatmulKernel)
+        most = max((len(st.buffers) + (2 if isinstance(st.kernel, MatmulKernel)
+                                        else columns.column_scratch(st.kernel) > 0)
                     for st in plan.steps), default=1)
         self._entry = native.runner(most)
         self._checked = native.caller(most)
