@@ -35,6 +35,7 @@ from tcp_rules.codegen.runtime import (
 from tcp_rules.ir import Func
 from tcp_rules.ops.elementwise import round_half_away, sigmoid
 from tcp_rules.pipeline import load_module_file
+from tcp_rules.types import DType
 
 PROGRAM_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "programs"
 PROGRAMS = ["fma_relu", "gelu", "bias_relu", "softmax", "layernorm", "sum", "colsum",
@@ -44,7 +45,7 @@ UNARY = ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", 
 UNARY_F64 = ["exp", "log", "tanh", "sigmoid", "sin", "cos", "atan", "erf"]  # codegen/mathf64.py
 BINARY_F64 = ["pow", "atan2"]  # codegen/binmath.py
 CASES = ["fma_relu", "gelu", "bias_relu", "softmax", "layernorm", "sum", "colsum", "matmul",
-         "transpose",
+         "matmul_half", "transpose",
          *(f"unary_{op}" for op in UNARY), *(f"f64_{op}" for op in UNARY_F64 + BINARY_F64)]
 BIG = 1 << 24
 ROWS, COLS = 4096, 1024
@@ -263,6 +264,8 @@ def variants(name: str, threads: int) -> Iterator[Variant]:
         _no_fusion(v, "matmul_bias_relu", threads, a, b, bias, out=(out,))
         v.engines["numpy"] = lambda: np.maximum(a @ b + bias, 0)
         yield v
+    elif name == "matmul_half":
+        yield from (_matmul_half(dt, threads) for dt in (DType.F16, DType.BF16))
     elif name == "transpose":
         x = _rand((4096, 4096), 0)
         out = np.empty_like(x)
@@ -327,6 +330,21 @@ def _unary(op: str, threads: int, ne: Any, dtype: str = "f32") -> Variant:
     v.engines["numpy"] = lambda: _NUMPY_UNARY[op](x)
     if ne is not None and op in _NUMEXPR_UNARY:
         v.engines["numexpr"] = lambda: ne.evaluate(_NUMEXPR_UNARY[op], local_dict={"x": x})
+    return v
+
+
+def _matmul_half(dt: DType, threads: int) -> Variant:
+    """A 1024^3 product of ``dt`` (f16 or bf16), against NumPy's way: converted to f32 for BLAS
+    and back (NumPy's own f16 matmul is a plain loop, some 100 times slower)."""
+    n, ty = 1024, dt.np_dtype
+    a, b = _rand((n, n), 0).astype(ty), _rand((n, n), 1).astype(ty)
+    out = np.empty((n, n), ty)
+    f = tb.FuncBuilder("mm")
+    f.ret(tb.matmul(f.param("a", f"{dt}[M, K]"), f.param("b", f"{dt}[K, N]")))
+    cf = compile_func(f.finish(), threads=threads)
+    v = Variant(f"matmul 1024^3 {dt}", flops=2.0 * n ** 3, interleave=threads == 1)
+    v.engines["tcp-rules"] = lambda: cf(a, b, out=(out,))
+    v.engines["numpy"] = lambda: (a.astype(np.float32) @ b.astype(np.float32)).astype(ty)
     return v
 
 

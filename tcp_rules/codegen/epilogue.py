@@ -11,7 +11,7 @@ import llvmlite.ir as ir
 from tcp_rules.codegen.emit import BodyEmitter, KernelError
 from tcp_rules.codegen.irbase import I32, I64, IR, PTR, mem_type, reg_type
 from tcp_rules.codegen.kernel import Acc, Affine, Load, MatmulKernel, Size
-from tcp_rules.codegen.storage import const_value, load_value
+from tcp_rules.codegen.storage import const_value, load_value, quantize
 from tcp_rules.types import DType
 
 
@@ -43,8 +43,10 @@ class Epilogue(BodyEmitter):
         return self.e.const(ir.VectorType(reg_type(dt), self.vf), const_value(dt, v))
 
     def acc(self, n: Acc) -> ir.Value:
+        """The product, rounded to its dtype (an f16 product's f32 sum rounds once to f16, as
+        the reference's does, before the epilogue's ops use it)."""
         assert self.acc_value is not None
-        return self.acc_value
+        return quantize(self.e, self.acc_value, n.dtype)
 
     def _offset(self, buf: int, index: tuple[Affine, ...], j: ir.Value) -> ir.Value:
         b = self.e.b

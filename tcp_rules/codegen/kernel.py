@@ -84,9 +84,10 @@ def _merge(a: tuple[tuple[str, int], ...], b: tuple[tuple[str, int], ...]
 
 # Scalar nodes ---------------------------------------------------------------------------------
 
-# The dtypes the packed matmul microkernel handles; a matmul of another dtype (f16, bf16, 8- and
-# 16-bit and unsigned integers) lowers to a plain reduction over k (lower.py).
-MATMUL_DTYPES = frozenset({DType.F32, DType.F64, DType.I32, DType.I64})
+# The dtypes the packed matmul microkernel handles (f16 and bf16 converted to f32 while packing,
+# tiling.py); a matmul of another dtype (8- and 16-bit and unsigned integers) lowers to a plain
+# reduction over k (lower.py).
+MATMUL_DTYPES = frozenset({DType.F32, DType.F64, DType.I32, DType.I64, DType.F16, DType.BF16})
 
 
 @dataclass(frozen=True)

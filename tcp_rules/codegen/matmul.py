@@ -55,7 +55,7 @@ import llvmlite.ir as ir
 
 from tcp_rules.codegen.emit import KernelError, emit_kernel
 from tcp_rules.codegen.epilogue import Epilogue, f_min
-from tcp_rules.codegen.irbase import I32, I64, IR, PTR, VOID, mem_type
+from tcp_rules.codegen.irbase import I32, I64, IR, PTR, VOID, mem_type, reg_type
 from tcp_rules.codegen.kernel import MATMUL_DTYPES, POST_ROWS, MatmulKernel, Strided
 from tcp_rules.codegen.packing import (
     Fn,
@@ -68,11 +68,12 @@ from tcp_rules.codegen.packing import (
     packed_bytes,
     regions,
 )
-from tcp_rules.codegen.storage import store_value
+from tcp_rules.codegen.storage import load_value, store_value
 from tcp_rules.codegen.tiling import (
     LINE,
     MC,
     fused,
+    packed_item,
     packs_a,
     product_dtype,
     tile_shape,
@@ -118,7 +119,7 @@ def _emit_siblings(module: ir.Module, k: MatmulKernel, name: str) -> None:
     # The products that pack A share its packed block: the first packs it (and its largest
     # magnitude, into ``amax``), the others find it in the scratch (they write nothing else
     # there). Packing A took ~3.6% of a 1024x256x256 product's time (perf samples).
-    amax = f._alloca(mem_type(k.buffers[0].dtype), "amax.shared")
+    amax = f._alloca(reg_type(k.buffers[0].dtype), "amax.shared")
     calls: list[tuple[ir.Function, list[ir.Value]]] = []
     packing = False
     for i, (p, pbufs, _, at) in enumerate(regions(f, k, bufs, f.sizes(k, sizes), f.c64(1))[0]):
@@ -157,7 +158,8 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str, shared_a: str |
     size = f.sizes(k, sizes)
     m, kk, n = size(k.m), size(k.k), size(k.n)
     batch = size(k.domain[0]) if k.batched else f.c64(1)
-    el = mem_type(dt)
+    el, item = reg_type(dt), packed_item(k)  # packed A and B, and the tile (f16: f32)
+    a_ty = mem_type(dt)  # A where it lies
     vt = ir.VectorType(el, vf)
     npan = b.sdiv(b.add(n, f.c64(nr - 1)), f.c64(nr))
     epi = Epilogue(e, k, bufs, size, vf)
@@ -171,7 +173,7 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str, shared_a: str |
     if k.post is not None:  # the product's rows follow A's block (worker_scratch)
         post_fn = emit_kernel(module, k.post, name + ".rows")
         post_fn.linkage = "internal"
-        a_bytes = b.mul(kk, f.c64(MC * dt.itemsize)) if packs_a(k) else f.c64(1)
+        a_bytes = b.mul(kk, f.c64(MC * item)) if packs_a(k) else f.c64(1)
         rows_at = e.gep(ir.IntType(8), apack, lines(a_bytes))
     t = k.then
     u = t.then if t is not None else None  # a third product, of t's rows (chain.py)
@@ -206,8 +208,15 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str, shared_a: str |
     def a_rows(bi: ir.Value, first: ir.Value, last_row: ir.Value) -> list[ir.Value]:
         """Pointers to the MR rows of A from ``first`` on; rows past ``last_row`` repeat it."""
         base = batch_offset(f, bi, k.a_at, b.mul(m, kk))
-        return [e.gep(el, bufs[0], b.add(base, b.mul(
+        return [e.gep(a_ty, bufs[0], b.add(base, b.mul(
             f_min(e, b.add(first, f.c64(r)), last_row), lda))) for r in range(mr)]
+
+    def load_a(ty: ir.Type, ptr: ir.Value) -> ir.Value:
+        """A value (or vector of ``ty``'s lanes) of A where it lies, in the register type."""
+        if isinstance(ty, ir.VectorType):
+            return load_value(e, e.load(ir.VectorType(a_ty, ty.count), ptr, align=dt.itemsize),
+                              dt)
+        return load_value(e, e.load(a_ty, ptr), dt)
 
     amax = f._alloca(el, "amax")
     vmax = f._alloca(vt, "amax.v")
@@ -222,7 +231,7 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str, shared_a: str |
         b.store(ir.Constant(el, 0), amax)
 
         def copy(src: ir.Value, dst: ir.Value, kv: ir.Value) -> None:
-            x = e.load(el, e.gep(el, src, kv))
+            x = load_a(el, e.gep(a_ty, src, kv))
             b.store(x, e.gep(el, dst, b.mul(kv, f.c64(mr))))
             if guard:
                 b.store(bigger(e, b.load(amax), x), amax)
@@ -231,12 +240,12 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str, shared_a: str |
             """VF values of k from each of the tile's MR rows, transposed to [k][MR] in
             registers and stored as whole vectors; the maxima in independent lanes (element by
             element, with one serial max, packing took a third of a 512x512x64 product)."""
-            rows = [e.load(vt, e.gep(el, src, kv), align=dt.itemsize) for src in srcs]
+            rows = [load_a(vt, e.gep(a_ty, src, kv)) for src in srcs]
             flat = concat(b, rows)
             order = [r * vf + j for j in range(vf) for r in range(mr)]
             tr = b.shuffle_vector(flat, ir.Constant(flat.type, None),
                                   ir.Constant(ir.VectorType(I32, mr * vf), order))
-            b.store(tr, e.gep(el, dst, b.mul(kv, f.c64(mr))), align=dt.itemsize)
+            b.store(tr, e.gep(el, dst, b.mul(kv, f.c64(mr))), align=item)
             if guard:
                 m = b.load(vmax)
                 for x in rows:
@@ -276,11 +285,11 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str, shared_a: str |
         whole = b.mul(b.sdiv(count, f.c64(vf)), f.c64(vf))
 
         def vec(i: ir.Value) -> None:
-            x = e.load(vt, e.gep(el, bufs[0], b.add(start, i)), align=dt.itemsize)
+            x = load_a(vt, e.gep(a_ty, bufs[0], b.add(start, i)))
             b.store(bigger(e, b.load(vmax), x), vmax)
 
         def one(i: ir.Value) -> None:
-            x = e.load(el, e.gep(el, bufs[0], b.add(start, i)))
+            x = load_a(el, e.gep(a_ty, bufs[0], b.add(start, i)))
             b.store(bigger(e, b.load(amax), x), amax)
         f.loop(f.c64(0), whole, vf, vec, "amv")
         f.loop(whole, count, 1, one, "am1")
@@ -308,19 +317,19 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str, shared_a: str |
         # B's panel row PREFETCH bytes ahead, each cache line of it: measured faster than the
         # hardware prefetcher alone (PREFETCH). A prefetch never faults: past the panel's end
         # it is harmless
-        for off in range(0, nr * dt.itemsize, LINE):
+        for off in range(0, nr * item, LINE):
             ahead = b.gep(row, [f.c64(PREFETCH + off)], source_etype=ir.IntType(8))
             e.intrinsic("prefetch", [ahead, ir.Constant(I32, 0), ir.Constant(I32, 3),
                                      ir.Constant(I32, 1)], ret=VOID, tys=[PTR])
-        bvec = [e.load(vt, e.gep(vt, row, f.c64(v)), align=dt.itemsize) for v in range(nv)]
+        bvec = [e.load(vt, e.gep(vt, row, f.c64(v)), align=item) for v in range(nv)]
         new = []
         if isinstance(ap, list):  # A read in place: one pointer per row of the tile
-            a_at = [e.gep(el, ap[r], kv) for r in range(mr)]
+            a_vals = [load_a(el, e.gep(a_ty, ap[r], kv)) for r in range(mr)]
         else:
             arow = e.gep(el, ap, b.mul(kv, f.c64(mr)))
-            a_at = [e.gep(el, arow, f.c64(r)) for r in range(mr)]
+            a_vals = [e.load(el, e.gep(el, arow, f.c64(r))) for r in range(mr)]
         for r in range(mr):
-            av = e.splat(e.load(el, a_at[r]), vf)
+            av = e.splat(a_vals[r], vf)
             for v in range(nv):
                 acc = accs[r * nv + v]
                 if not is_float:

@@ -11,9 +11,10 @@ from dataclasses import replace
 
 import llvmlite.ir as ir
 
-from tcp_rules.codegen.irbase import I32, I64, IR, PTR, VOID, mem_type
+from tcp_rules.codegen.irbase import I32, I64, IR, PTR, VOID, mem_type, reg_type
 from tcp_rules.codegen.kernel import MatmulKernel, Size, Strided
-from tcp_rules.codegen.tiling import LINE, static_n, tile_shape
+from tcp_rules.codegen.storage import load_value
+from tcp_rules.codegen.tiling import LINE, packed_item, static_n, tile_shape
 
 
 def bigger(e: IR, m: ir.Value, x: ir.Value) -> ir.Value:
@@ -77,8 +78,11 @@ class Fn:
             first = b.mul(i, size)
             body(i, self.e.intrinsic("smax", [b.sub(lo, first), self.c64(0)]),
                  self.imin(b.sub(hi, first), size))
-        last = b.sdiv(b.add(hi, b.sub(size, self.c64(1))), size)
-        self.loop(b.sdiv(lo, size), self.imin(last, count), 1, per_item, name)
+        # items of no units (M = 0, no batches) meet no range: without the clamp, a division by
+        # zero (SIGFPE)
+        unit = self.e.intrinsic("smax", [size, self.c64(1)])
+        last = b.sdiv(b.add(hi, b.sub(unit, self.c64(1))), unit)
+        self.loop(b.sdiv(lo, unit), self.imin(last, count), 1, per_item, name)
 
     def sizes(self, k: MatmulKernel, arg: ir.Value) -> Callable[[Size], ir.Value]:
         vals = {s: self.e.load(I64, self.e.gep(I64, arg, self.c64(i)))
@@ -103,6 +107,8 @@ def batch_offset(f: Fn, bi: ir.Value, at: Strided | None, contiguous: ir.Value
 
 
 def emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
+    """``name(b, packed, sizes, lo, hi)``: panels [lo, hi) of B, in the register type (f16 and
+    bf16 converted to f32), each followed after all panels by its largest magnitude."""
     dt = k.buffers[0].dtype
     _, nr, _ = tile_shape(dt)
     f = Fn(module, name, 3)
@@ -110,7 +116,7 @@ def emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
     size = f.sizes(k, sizes)
     kk, n = size(k.k), size(k.n)
     batch = size(k.domain[0]) if k.batched else f.c64(1)
-    ty = mem_type(dt)
+    ty, src_ty, item = reg_type(dt), mem_type(dt), packed_item(k)
     npan = b.sdiv(b.add(n, f.c64(nr - 1)), f.c64(nr))
     tail = b.mul(b.mul(batch, npan), b.mul(kk, f.c64(nr)))  # then one max |b| per panel
     ld = f.c64(k.b_at.rows) if k.b_at is not None else (kk if k.b_t else n)  # source rows
@@ -119,15 +125,16 @@ def emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
     vmx = f._alloca(row_ty, "bmax.v")  # NR independent maxima: no serial chain per element
 
     def copy(s_row: ir.Value, d_row: ir.Value, j: ir.Value) -> None:
-        x = f.e.load(ty, f.e.gep(ty, src, b.add(s_row, j)))
+        x = load_value(f.e, f.e.load(src_ty, f.e.gep(src_ty, src, b.add(s_row, j))), dt)
         b.store(x, f.e.gep(ty, dst, b.add(d_row, j)))
         if dt.is_float:
             b.store(bigger(f.e, b.load(mx), x), mx)
 
     def copy_row(s_row: ir.Value, d_row: ir.Value) -> None:
         """A full row of NR: one vector load and store."""
-        x = f.e.load(row_ty, f.e.gep(ty, src, s_row), align=dt.itemsize)
-        b.store(x, f.e.gep(ty, dst, d_row), align=dt.itemsize)
+        x = f.e.load(ir.VectorType(src_ty, nr), f.e.gep(src_ty, src, s_row), align=dt.itemsize)
+        x = load_value(f.e, x, dt)
+        b.store(x, f.e.gep(ty, dst, d_row), align=item)
         if dt.is_float:
             b.store(bigger(f.e, b.load(vmx), x), vmx)
 
@@ -261,7 +268,7 @@ def packed_bytes(f: Fn, k: MatmulKernel, batch: ir.Value, kk: ir.Value, n: ir.Va
     b, nr = f.b, tile_shape(k.buffers[0].dtype)[1]
     npan = b.mul(batch, panels(f, k, n))
     elems = b.add(b.mul(npan, b.mul(kk, f.c64(nr))), npan)
-    nbytes = b.mul(elems, f.c64(k.buffers[0].dtype.itemsize))
+    nbytes = b.mul(elems, f.c64(packed_item(k)))
     return b.mul(b.sdiv(b.add(nbytes, f.c64(LINE - 1)), f.c64(LINE)), f.c64(LINE))
 
 
@@ -278,20 +285,22 @@ def _pack_transposed(f: Fn, k: MatmulKernel, ptrs: tuple[ir.Value, ...],
     dt = k.buffers[0].dtype
     _, nr, vf = tile_shape(dt)
     g = min(8, nr)
-    ty = mem_type(dt)
+    ty, src_ty, item = reg_type(dt), mem_type(dt), packed_item(k)
     vt = ir.VectorType(ty, vf)
     whole = b.mul(b.sdiv(kk, f.c64(vf)), f.c64(vf))
     order = [r * vf + t for t in range(vf) for r in range(g)]
 
     def copy(jj: ir.Value, r: ir.Value) -> None:
-        x = e.load(ty, e.gep(ty, src, b.add(row0, b.add(b.mul(jj, ld), r))))
+        x = load_value(e, e.load(src_ty, e.gep(src_ty, src, b.add(row0, b.add(b.mul(jj, ld),
+                                                                                r)))), dt)
         b.store(x, e.gep(ty, dst, b.add(dst0, b.add(b.mul(r, f.c64(nr)), jj))))
         if dt.is_float:
             b.store(bigger(e, b.load(mx), x), mx)
 
     def chunk(g0: int, kv: ir.Value) -> None:
-        rows = [e.load(vt, e.gep(ty, src, b.add(row0, b.add(b.mul(f.c64(g0 + r), ld), kv))),
-                       align=dt.itemsize) for r in range(g)]
+        rows = [load_value(e, e.load(ir.VectorType(src_ty, vf), e.gep(
+            src_ty, src, b.add(row0, b.add(b.mul(f.c64(g0 + r), ld), kv))), align=dt.itemsize),
+            dt) for r in range(g)]
         flat = concat(b, rows)
         tr = b.shuffle_vector(flat, ir.Constant(flat.type, None),
                               ir.Constant(ir.VectorType(I32, g * vf), order))
@@ -299,7 +308,7 @@ def _pack_transposed(f: Fn, k: MatmulKernel, ptrs: tuple[ir.Value, ...],
             piece = b.shuffle_vector(tr, ir.Constant(tr.type, None), ir.Constant(
                 ir.VectorType(I32, g), list(range(t * g, (t + 1) * g))))
             at = b.add(dst0, b.add(b.mul(b.add(kv, f.c64(t)), f.c64(nr)), f.c64(g0)))
-            b.store(piece, e.gep(ty, dst, at), align=dt.itemsize)
+            b.store(piece, e.gep(ty, dst, at), align=item)
         if dt.is_float:
             m = ir.Constant(vt, None)
             for x in rows:

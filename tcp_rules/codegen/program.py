@@ -29,6 +29,7 @@ from tcp_rules.codegen.kernel import MatmulKernel
 from tcp_rules.codegen.plan import Instance, Plan
 from tcp_rules.codegen.tiling import (
     packed_b,
+    packed_item,
     panel_groups,
     static_n,
     tile_shape,
@@ -374,7 +375,7 @@ def layout(plan: Plan, inst: Instance, addrs: list[tuple[int, int]], threads: in
             assert si.matmul is not None
             batch, m, kk, n = si.matmul
             mr, nr, _ = tile_shape(st.kernel.buffers[0].dtype, target)
-            item = st.kernel.buffers[0].dtype.np_dtype.itemsize
+            item = packed_item(st.kernel)
             npan = -(-n // nr)
             packed, panels = packed_b(st.kernel, batch, kk, n, target)
             # the compute function's rows run through the batches, then the groups of panels

@@ -1,6 +1,11 @@
 """How a matmul is tiled: the register tile for the target, the blocks of rows, whether a
 block of A is packed, and what each worker's scratch holds (codegen/matmul.py uses them, and
-the program plan sizes the scratch with them)."""
+the program plan sizes the scratch with them).
+
+f16 and bf16 products compute in f32, as the reference does (and a product of two f16 or bf16
+values is exact in f32, so fused multiply-adds round as a multiply and an add would): their
+operands are converted to f32 as they are packed, and the tiles, packed panels and blocks are
+those of f32 (``packed_item``). Only where the tiles read A in place is A read as it is stored."""
 
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ def tile_shape(dt: DType, target: jit.Target | None = None) -> tuple[int, int, i
     the tile would no longer fit in the registers."""
     t = target or jit.target()
     wide = t.has("avx512f")
-    vf = (64 if wide else 32 if t.has("avx") else 16) // dt.itemsize
+    vf = (64 if wide else 32 if t.has("avx") else 16) // dt.compute.itemsize
     if wide:
         return 8, 2 * vf, vf  # 16 accumulators of 32 registers
     return 6, 2 * vf, vf  # 12 accumulators of 16 registers
@@ -52,10 +57,10 @@ def panel_groups(k: MatmulKernel, rows: int, kk: int, npan: int, nr: int, thread
     needs all of a row's columns: one group."""
     from tcp_rules.codegen.program import CHUNKS_PER_THREAD  # (program imports this module)
 
-    if threads <= 1 or k.post is not None or k.siblings or rows <= 0:
+    if threads <= 1 or k.post is not None or k.siblings or rows <= 0 or npan <= 0:
         return 1
     chunks = threads * CHUNKS_PER_THREAD
-    item = k.buffers[0].dtype.itemsize
+    item = packed_item(k)
     g = 1
     while g < npan // MIN_GROUP_PANELS and g * rows < chunks * MC and (
             kk * -(-npan // g) * nr * item > GROUP_BYTES):
@@ -71,7 +76,7 @@ def worker_scratch(k: MatmulKernel, kk: int, n: int, target: jit.Target | None =
     second product (MatmulKernel.then) then the row pass's MC rows and the second product's
     own scratch (matmul.py lays these out the same way), and as much again for a third
     product (its ``then``) of the second's rows. With siblings, the largest product's."""
-    a = _lines(max(1, MC * kk if packs_a(k, target) else 1) * k.buffers[0].dtype.itemsize)
+    a = _lines(max(1, MC * kk if packs_a(k, target) else 1) * packed_item(k))
     if k.post is None:  # (siblings: one product at a time, each its block of A)
         a = max([a, *(worker_scratch(sib, kk, static_n(sib.n), target)[0]
                       for sib in k.siblings)])
@@ -125,7 +130,12 @@ def _packed(k: MatmulKernel, batch: int, kk: int, n: int, target: jit.Target | N
     """Bytes (whole cache lines) and panels of one product's B packed (packing.emit_pack)."""
     _, nr, _ = tile_shape(k.buffers[0].dtype, target)
     npan = batch * -(-n // nr)
-    return _lines((npan * kk * nr + npan) * k.buffers[0].dtype.itemsize), npan
+    return _lines((npan * kk * nr + npan) * packed_item(k)), npan
+
+
+def packed_item(k: MatmulKernel) -> int:
+    """Bytes of one packed element of A or B (and of the tile's): f16 and bf16 pack as f32."""
+    return k.buffers[0].dtype.compute.itemsize
 
 
 def product_dtype(k: MatmulKernel) -> DType:
