@@ -45,12 +45,13 @@ def attention(batch: list[int], m: int, k: int, n: int, dv: int) -> Func:
     return fuse_everything(f.finish())
 
 
-def attention_f64(heads: int, m: int, n: int, dv: int) -> Func:
-    """softmax(Q K^T) V in f64 (tiles of half as many lanes), sizes off every tile."""
-    f = tb.FuncBuilder("f64")
-    q, kt = f.param("q", f"f64[{heads}, {m}, 8]"), f.param("k", f"f64[{heads}, {n}, 8]")
+def attention_of(dt: str, heads: int, m: int, n: int, dv: int) -> Func:
+    """softmax(Q K^T) V in ``dt``: f64 (tiles of half as many lanes), f16 or bf16 (f32 tiles;
+    the scratch holds P as stored and P V's block of it packed as f32)."""
+    f = tb.FuncBuilder(dt)
+    q, kt = f.param("q", f"{dt}[{heads}, {m}, 8]"), f.param("k", f"{dt}[{heads}, {n}, 8]")
     s = tb.matmul(q, tb.transpose(kt, perm=[0, 2, 1]))
-    f.ret(tb.matmul(softmax(s), f.param("v", f"f64[{heads}, {n}, {dv}]")))
+    f.ret(tb.matmul(softmax(s), f.param("v", f"{dt}[{heads}, {n}, {dv}]")))
     return fuse_everything(f.finish())
 
 
@@ -91,7 +92,9 @@ CASES: dict[str, Callable[[], Func]] = {
     "a causal mask over heads": lambda: masked(MC + 9, 40, 16),
     "heads split and merged": lambda: multi_head(50, 4, 16),
     "V wide enough to pack P": lambda: attention([3], MC + 1, 16, 20, 5 * NR + 3),
-    "f64": lambda: attention_f64(3, 37, 29, 11),
+    "f64": lambda: attention_of("f64", 3, 37, 29, 11),
+    "f16, V wide enough to pack P": lambda: attention_of("f16", 2, MC + 9, 40, 5 * NR + 3),
+    "bf16": lambda: attention_of("bf16", 3, 37, 29, 11),
 }
 
 
@@ -193,6 +196,8 @@ THIRD: dict[str, Callable[[], Func]] = {
     "several blocks, a partial panel": lambda: projected(2 * MC + 17, 70, 64, NR + 9),
     "W wide enough to pack O": lambda: projected(MC + 1, 20, 24, 5 * NR + 3),
     "f64": lambda: projected(37, 29, 11, 13, "f64"),
+    "f16, V wide enough to pack P": lambda: projected(MC + 1, 40, 5 * NR + 3, 24, "f16"),
+    "bf16": lambda: projected(2 * MC + 17, 70, 64, NR + 9, "bf16"),
 }
 
 

@@ -1,6 +1,7 @@
 """Matmul across dtypes: f16 and bf16 on the packed microkernel (operands converted to f32 while
 packing, each product's f32 sum rounded once, as the reference computes them), and empty
-operands of every dtype the microkernel takes."""
+operands of every dtype the microkernel takes. Chained f16 and bf16 products (attention) are
+among test_codegen_chain's cases."""
 
 from __future__ import annotations
 
@@ -90,24 +91,6 @@ def test_half_product_with_an_epilogue(dt: DType) -> None:
     rng = np.random.default_rng(4)
     xs = [rng.standard_normal(s).astype(dt.np_dtype) for s in ((70, 96), (96, 80), (80,))]
     assert_close_to_reference(cf(*xs), func, xs, f"{dt} mlp")
-
-
-def test_half_attention() -> None:
-    """softmax(Q K^T / 8) V in f16: both products on the microkernel (the softmax as the first
-    one's row pass), not chained (chain.py leaves f16 out), within the reference's bound."""
-    f = tb.FuncBuilder("att")
-    q, kk, v = (f.param(s, "f16[S, 64]") for s in "qkv")
-    s = tb.mul(tb.matmul(q, tb.transpose(kk, perm=[1, 0])), 0.125)
-    e = tb.exp(tb.sub(s, tb.broadcast(tb.reduce_max(s, axes=[1]), shape=["S", "S"], dims=[0])))
-    p = tb.div(e, tb.broadcast(tb.reduce_sum(e, axes=[1]), shape=["S", "S"], dims=[0]))
-    f.ret(tb.matmul(p, v))
-    func = f.finish()
-    cf = compile_func(fuse_everything(func))
-    products = [s.kernel for s in cf.steps if isinstance(s.kernel, MatmulKernel)]
-    assert len(products) == 2 and all(p.then is None for p in products)
-    rng = np.random.default_rng(6)
-    xs = [rng.standard_normal((150, 64)).astype(np.float16) for _ in range(3)]
-    assert_close_to_reference(cf(*xs), func, xs, "f16 attention")
 
 
 @pytest.mark.parametrize("case", ["inf", "overflow"])

@@ -66,12 +66,9 @@ def _reader(plan: Plan, m: Step, r: Step, between: list[Step]
     """Whether ``r`` may run inside ``m``: ``m``'s output is a temporary that the program reads
     by rows (``Plan.by_rows``), only ``r`` reads it, as its A and not as its B, none of the
     steps between writes what ``m`` reads (they keep their place, and the fused step runs where
-    ``r`` did), ``r``'s sizes are ``m``'s, and neither is an f16 or bf16 product (the chain's
-    scratch holds P's rows as stored and the next product's block of A packed as f32: not
-    laid out for two sizes). Then the renaming of ``r``'s size parameters to ``m``'s."""
+    ``r`` did), and ``r``'s sizes are ``m``'s. Then the renaming of ``r``'s size parameters to
+    ``m``'s."""
     mk, rk = m.kernel, r.kernel
-    if any(k.buffers[0].dtype.is_storage_float for k in (mk, rk)):
-        return None
     prod = plan.root(m.buffers[-1])
     if (plan.buffers[prod].kind != "temp" or prod not in plan.by_rows
             or prod in map(plan.root, plan.results)

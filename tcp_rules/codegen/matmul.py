@@ -18,6 +18,10 @@ K = 1024 and would otherwise collide in the same cache sets. With up to four pan
 is read too few times to repay its packing (tiling.py, ``packs_a``): tiles then read A in
 place.
 
+f16 and bf16 products run as f32 ones: A's and B's elements are converted to f32 as they are
+packed (or, read in place, as they are loaded), the tile sums in f32 and the epilogue rounds the
+product to storage once, before its own ops (tiling.packed_item sizes the packed data).
+
 IEEE specials as the reference (ops/linalg.py ``matmul_reference``): a fused multiply-add never
 rounds its product, so a product that overflows would give a finite or infinite sum where the
 reference's rounded product gives inf or NaN. Packing records each B panel's largest magnitude
@@ -68,7 +72,7 @@ from tcp_rules.codegen.packing import (
     packed_bytes,
     regions,
 )
-from tcp_rules.codegen.storage import load_value, store_value
+from tcp_rules.codegen.storage import load_register, store_value
 from tcp_rules.codegen.tiling import (
     LINE,
     MC,
@@ -184,10 +188,9 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str, shared_a: str |
         t_fn = _emit_compute(module, t_plain, name + ".then")
         t_fn.linkage = "internal"
         t_el = mem_type(t.buffers[0].dtype)
-        t_item = t.buffers[0].dtype.itemsize
         p_at = e.gep(ir.IntType(8), rows_at, lines(b.mul(n, f.c64(MC * out_dt.itemsize))))
-        t_rows = b.mul(n, f.c64(MC * t_item))  # P's, and t's packed A
-        t_scratch = e.gep(ir.IntType(8), p_at, lines(t_rows))
+        p_rows = b.mul(n, f.c64(MC * t.buffers[0].dtype.itemsize))  # P's rows, as stored
+        t_scratch = e.gep(ir.IntType(8), p_at, lines(p_rows))
         t_first = regions(f, k, bufs, size, batch)[1]
         t_bytes = packed_bytes(f, t_plain, f.c64(1), n, f.c64(t.n))
     if u is not None:  # then t's rows and u's scratch (tiling.chained_scratch)
@@ -195,10 +198,10 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str, shared_a: str |
         u_fn = _emit_compute(module, u, name + ".then.then")
         u_fn.linkage = "internal"
         u_el = mem_type(u.buffers[0].dtype)
-        u_item = u.buffers[0].dtype.itemsize
-        o_at = e.gep(ir.IntType(8), t_scratch, lines(t_rows if packs_a(t) else f.c64(1)))
-        u_rows = MC * t.n * u_item  # t's rows, and u's packed A
-        u_scratch = e.gep(ir.IntType(8), o_at, lines(f.c64(u_rows)))
+        t_a = b.mul(n, f.c64(MC * packed_item(t)))  # t's packed block of P (f16: as f32)
+        o_at = e.gep(ir.IntType(8), t_scratch, lines(t_a if packs_a(t) else f.c64(1)))
+        t_rows = MC * t.n * u.buffers[0].dtype.itemsize  # t's rows, as stored: u's A
+        u_scratch = e.gep(ir.IntType(8), o_at, lines(f.c64(t_rows)))
         u_packed = e.gep(ir.IntType(8), packed, b.add(t_first, b.mul(batch, t_bytes)))
     lane_ids = ir.Constant(ir.VectorType(I64, vf), list(range(vf)))
     is_float = dt.is_float
@@ -210,13 +213,6 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str, shared_a: str |
         base = batch_offset(f, bi, k.a_at, b.mul(m, kk))
         return [e.gep(a_ty, bufs[0], b.add(base, b.mul(
             f_min(e, b.add(first, f.c64(r)), last_row), lda))) for r in range(mr)]
-
-    def load_a(ty: ir.Type, ptr: ir.Value) -> ir.Value:
-        """A value (or vector of ``ty``'s lanes) of A where it lies, in the register type."""
-        if isinstance(ty, ir.VectorType):
-            return load_value(e, e.load(ir.VectorType(a_ty, ty.count), ptr, align=dt.itemsize),
-                              dt)
-        return load_value(e, e.load(a_ty, ptr), dt)
 
     amax = f._alloca(el, "amax")
     vmax = f._alloca(vt, "amax.v")
@@ -231,7 +227,7 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str, shared_a: str |
         b.store(ir.Constant(el, 0), amax)
 
         def copy(src: ir.Value, dst: ir.Value, kv: ir.Value) -> None:
-            x = load_a(el, e.gep(a_ty, src, kv))
+            x = load_register(e, dt, e.gep(a_ty, src, kv))
             b.store(x, e.gep(el, dst, b.mul(kv, f.c64(mr))))
             if guard:
                 b.store(bigger(e, b.load(amax), x), amax)
@@ -240,7 +236,7 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str, shared_a: str |
             """VF values of k from each of the tile's MR rows, transposed to [k][MR] in
             registers and stored as whole vectors; the maxima in independent lanes (element by
             element, with one serial max, packing took a third of a 512x512x64 product)."""
-            rows = [load_a(vt, e.gep(a_ty, src, kv)) for src in srcs]
+            rows = [load_register(e, dt, e.gep(a_ty, src, kv), vf) for src in srcs]
             flat = concat(b, rows)
             order = [r * vf + j for j in range(vf) for r in range(mr)]
             tr = b.shuffle_vector(flat, ir.Constant(flat.type, None),
@@ -285,11 +281,11 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str, shared_a: str |
         whole = b.mul(b.sdiv(count, f.c64(vf)), f.c64(vf))
 
         def vec(i: ir.Value) -> None:
-            x = load_a(vt, e.gep(a_ty, bufs[0], b.add(start, i)))
+            x = load_register(e, dt, e.gep(a_ty, bufs[0], b.add(start, i)), vf)
             b.store(bigger(e, b.load(vmax), x), vmax)
 
         def one(i: ir.Value) -> None:
-            x = load_a(el, e.gep(a_ty, bufs[0], b.add(start, i)))
+            x = load_register(e, dt, e.gep(a_ty, bufs[0], b.add(start, i)))
             b.store(bigger(e, b.load(amax), x), amax)
         f.loop(f.c64(0), whole, vf, vec, "amv")
         f.loop(whole, count, 1, one, "am1")
@@ -324,7 +320,7 @@ def _emit_compute(module: ir.Module, k: MatmulKernel, name: str, shared_a: str |
         bvec = [e.load(vt, e.gep(vt, row, f.c64(v)), align=item) for v in range(nv)]
         new = []
         if isinstance(ap, list):  # A read in place: one pointer per row of the tile
-            a_vals = [load_a(el, e.gep(a_ty, ap[r], kv)) for r in range(mr)]
+            a_vals = [load_register(e, dt, e.gep(a_ty, ap[r], kv)) for r in range(mr)]
         else:
             arow = e.gep(el, ap, b.mul(kv, f.c64(mr)))
             a_vals = [e.load(el, e.gep(el, arow, f.c64(r))) for r in range(mr)]

@@ -13,7 +13,7 @@ import llvmlite.ir as ir
 
 from tcp_rules.codegen.irbase import I32, I64, IR, PTR, VOID, mem_type, reg_type
 from tcp_rules.codegen.kernel import MatmulKernel, Size, Strided
-from tcp_rules.codegen.storage import load_value
+from tcp_rules.codegen.storage import load_register
 from tcp_rules.codegen.tiling import LINE, packed_item, static_n, tile_shape
 
 
@@ -125,15 +125,14 @@ def emit_pack(module: ir.Module, k: MatmulKernel, name: str) -> ir.Function:
     vmx = f._alloca(row_ty, "bmax.v")  # NR independent maxima: no serial chain per element
 
     def copy(s_row: ir.Value, d_row: ir.Value, j: ir.Value) -> None:
-        x = load_value(f.e, f.e.load(src_ty, f.e.gep(src_ty, src, b.add(s_row, j))), dt)
+        x = load_register(f.e, dt, f.e.gep(src_ty, src, b.add(s_row, j)))
         b.store(x, f.e.gep(ty, dst, b.add(d_row, j)))
         if dt.is_float:
             b.store(bigger(f.e, b.load(mx), x), mx)
 
     def copy_row(s_row: ir.Value, d_row: ir.Value) -> None:
         """A full row of NR: one vector load and store."""
-        x = f.e.load(ir.VectorType(src_ty, nr), f.e.gep(src_ty, src, s_row), align=dt.itemsize)
-        x = load_value(f.e, x, dt)
+        x = load_register(f.e, dt, f.e.gep(src_ty, src, s_row), nr)
         b.store(x, f.e.gep(ty, dst, d_row), align=item)
         if dt.is_float:
             b.store(bigger(f.e, b.load(vmx), x), vmx)
@@ -291,16 +290,14 @@ def _pack_transposed(f: Fn, k: MatmulKernel, ptrs: tuple[ir.Value, ...],
     order = [r * vf + t for t in range(vf) for r in range(g)]
 
     def copy(jj: ir.Value, r: ir.Value) -> None:
-        x = load_value(e, e.load(src_ty, e.gep(src_ty, src, b.add(row0, b.add(b.mul(jj, ld),
-                                                                                r)))), dt)
+        x = load_register(e, dt, e.gep(src_ty, src, b.add(row0, b.add(b.mul(jj, ld), r))))
         b.store(x, e.gep(ty, dst, b.add(dst0, b.add(b.mul(r, f.c64(nr)), jj))))
         if dt.is_float:
             b.store(bigger(e, b.load(mx), x), mx)
 
     def chunk(g0: int, kv: ir.Value) -> None:
-        rows = [load_value(e, e.load(ir.VectorType(src_ty, vf), e.gep(
-            src_ty, src, b.add(row0, b.add(b.mul(f.c64(g0 + r), ld), kv))), align=dt.itemsize),
-            dt) for r in range(g)]
+        rows = [load_register(e, dt, e.gep(src_ty, src, b.add(row0, b.add(
+            b.mul(f.c64(g0 + r), ld), kv))), vf) for r in range(g)]
         flat = concat(b, rows)
         tr = b.shuffle_vector(flat, ir.Constant(flat.type, None),
                               ir.Constant(ir.VectorType(I32, g * vf), order))

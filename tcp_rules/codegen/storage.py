@@ -42,6 +42,14 @@ def load_value(e: IR, v: ir.Value, dt: DType) -> ir.Value:
     return v
 
 
+def load_register(e: IR, dt: DType, ptr: ir.Value, lanes: int = 0) -> ir.Value:
+    """``lanes`` consecutive values of ``dt`` at ``ptr`` as a vector (0: one scalar), in their
+    register form."""
+    if not lanes:
+        return load_value(e, e.load(mem_type(dt), ptr), dt)
+    return load_value(e, e.load(ir.VectorType(mem_type(dt), lanes), ptr, align=dt.itemsize), dt)
+
+
 def store_value(e: IR, v: ir.Value, dt: DType) -> ir.Value:
     """A register value of ``dt`` in its memory form (f16/bf16 rounded to nearest even)."""
     if dt is DType.I1:
