@@ -250,7 +250,8 @@ _LIBCALLS = (b"__extendhfsf2", b"__truncsfhf2", b"__truncdfhf2", b"__truncsfbf2"
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_narrow_dtypes_compile_for_every_target_without_libcalls(target: str) -> None:
-    """f16 and bf16 convert with integer operations, so no target needs a conversion libcall."""
+    """f16 converts with the CPU's instructions only where the target has them (storage.py),
+    and bf16 with integer operations: no target needs a conversion libcall."""
     func = _narrow_dtypes_func()
     with jit.targeting(target):
         for f in (func, fuse_everything(func)):

@@ -1,11 +1,14 @@
 """Conversions between a dtype's memory form and its register form.
 
 f16 and bf16 live in memory as their 16 bits and in registers as f32, since every op on them
-computes in f32 and rounds its result to storage (see types.DType). The conversions are written
-with integer and f32 operations only: LLVM's ``fpext half`` and ``fptrunc ... to half`` become
-calls of ``__extendhfsf2`` / ``__truncsfhf2`` on x86 targets without F16C, which the JIT cannot
-resolve, and bf16 has no LLVM conversion on most targets at all. Everything here is branch-free
-and works lane by lane on vectors, so loops over f16 data still vectorize.
+computes in f32 and rounds its result to storage (see types.DType). f16 converts with LLVM's
+``fpext half`` and ``fptrunc ... to half`` where the CPU has instructions for them (x86 with F16C:
+``vcvtph2ps``/``vcvtps2ph``, one each per vector; AArch64: ``fcvt``), and elsewhere with integer
+and f32 operations only (``f16_strategy``): there LLVM's would become calls of ``__extendhfsf2`` /
+``__truncsfhf2``, which the JIT cannot resolve. bf16 always converts with integer operations: it
+has no LLVM conversion on most targets, and AVX512-BF16's ``vcvtneps2bf16`` flushes denormals.
+Both give the same bits (round to nearest even; a NaN stays a NaN of its sign, quiet). Everything
+here is branch-free and works lane by lane on vectors, so loops over f16 data vectorize.
 
 i1 lives in memory as a byte (NumPy's bool) and in registers as i1.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from tcp_rules.codegen import jit
 from tcp_rules.codegen.irbase import F32, I16, I32, IR, like, mem_type
 from tcp_rules.ops.movement import literal_array
 from tcp_rules.types import DType
@@ -23,6 +27,14 @@ from tcp_rules.types import DType
 _F16_SCALE = 2.0 ** 112
 _F16_INF = 0x7C00
 _F32_INF = 0x7F80_0000
+HALF = ir.HalfType()
+
+
+def f16_strategy(target: jit.Target | None = None) -> str:
+    """How f16 converts on the target (default: the current one): "native" where the CPU has
+    conversion instructions (x86 F16C, AArch64), else "bits" (integer operations)."""
+    t = target or jit.target()
+    return "native" if t.arch == "aarch64" or t.has("f16c") else "bits"
 
 
 def const_value(dt: DType, v: float | int | bool) -> float | int | bool:
@@ -93,6 +105,8 @@ def f32_to_bf16(e: IR, x: ir.Value) -> ir.Value:
 def f16_to_f32(e: IR, h: ir.Value) -> ir.Value:
     """f16 bits to f32, exactly: denormals, infinities and NaN payloads included."""
     b = e.b
+    if f16_strategy() == "native":
+        return b.fpext(b.bitcast(h, like(h.type, HALF)), like(h.type, F32))
     w = b.zext(h, like(h.type, I32))
     ty = w.type
     sign = b.shl(b.and_(w, e.const(ty, 0x8000)), e.const(ty, 16))
@@ -110,6 +124,8 @@ def f32_to_f16(e: IR, x: ir.Value) -> ir.Value:
     from 65520 on become inf, NaN becomes a quiet NaN of the same sign."""
     b = e.b
     fty = x.type
+    if f16_strategy() == "native":
+        return b.bitcast(b.fptrunc(x, like(fty, HALF)), like(fty, I16))
     ty = like(fty, I32)
     u = b.bitcast(x, ty)
     sign = b.and_(u, e.const(ty, -0x8000_0000))
