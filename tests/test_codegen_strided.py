@@ -19,7 +19,7 @@ from tcp_rules.codegen.tiling import IN_PLACE_PANELS, packs_a, tile_shape
 from tcp_rules.ir import Func, Value
 from tcp_rules.types import DType
 
-F32, F64, I32 = DType.F32, DType.F64, DType.I32
+F16, F32, F64, I32 = DType.F16, DType.F32, DType.F64, DType.I32
 BATCH, HEADS = 2, 3
 
 
@@ -75,7 +75,7 @@ def _plain(dt: DType, m: int, k: int, n: int, nb: int = BATCH * HEADS) -> Func:
     return f.finish()
 
 
-@pytest.mark.parametrize("dt", [F32, F64, I32])
+@pytest.mark.parametrize("dt", [F32, F64, I32, F16])
 @pytest.mark.parametrize("which", ["a", "b", "bt"])
 @pytest.mark.parametrize(("m", "k", "n"), [(9, 20, 35), (17, 13, 5), (100, 33, 140),
                                            (5, 1, 3)])
@@ -150,7 +150,7 @@ def merge_heads(x: Value, rows: int, width: int) -> Value:
     return tb.reshape(tb.transpose(four, perm=[0, 2, 1, 3]), shape=[BATCH * rows, HEADS * width])
 
 
-@pytest.mark.parametrize("dt", [F32, I32])
+@pytest.mark.parametrize("dt", [F32, I32, F16])
 @pytest.mark.parametrize(("m", "k", "n"), [(9, 20, 35), (17, 13, 5), (100, 33, 70)])
 def test_merged_heads_are_written_in_place(dt: DType, m: int, k: int, n: int,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
