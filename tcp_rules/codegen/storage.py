@@ -7,8 +7,10 @@ computes in f32 and rounds its result to storage (see types.DType). f16 converts
 and f32 operations only (``f16_strategy``): there LLVM's would become calls of ``__extendhfsf2`` /
 ``__truncsfhf2``, which the JIT cannot resolve. bf16 always converts with integer operations: it
 has no LLVM conversion on most targets, and AVX512-BF16's ``vcvtneps2bf16`` flushes denormals.
-Both give the same bits (round to nearest even; a NaN stays a NaN of its sign, quiet). Everything
-here is branch-free and works lane by lane on vectors, so loops over f16 data vectorize.
+Both give NumPy's bits (rounding to nearest even) for every value but NaNs, which stay NaNs of
+their sign: x86's instructions quiet a signaling NaN, the integer operations keep its payload
+(tests/test_codegen_storage.py). Everything here is branch-free and works lane by lane on
+vectors, so loops over f16 data vectorize.
 
 i1 lives in memory as a byte (NumPy's bool) and in registers as i1.
 """
