@@ -95,7 +95,8 @@ def test_narrowing_rounds_as_numpy(strategy: str, monkeypatch: pytest.MonkeyPatc
 def test_targets_with_instructions_use_them(target: str, instructions: list[str]) -> None:
     """A vector of f16 widens and narrows in one instruction each where the target has them
     (the integer operations took some 15 operations each way); elsewhere the integer ones."""
-    text = loop_module({"f16_roundtrip": (16, lambda e, v: storage.quantize(e, v, F16))})
+    with jit.targeting(target):  # the strategy is the target's, not the host's
+        text = loop_module({"f16_roundtrip": (16, lambda e, v: storage.quantize(e, v, F16))})
     asm = str(jit.compile_for(text, target, vectorize=False, assembly=True))
     found = [i for i in ("vcvtph2ps", "vcvtps2ph", "fcvtl", "fcvtn") if i in asm]
     assert found == instructions, (target, found)
