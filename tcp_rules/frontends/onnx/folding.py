@@ -36,9 +36,12 @@ def fold(ctx: Context, node: onnx.NodeProto,
     if sum(a.size for a in inputs if a is not None) > _FOLD_LIMIT:
         return None
     model = _one_node_model(node, inputs, ctx.opset)
+    # IEEE results without NumPy's warnings: exporters fold masked-out branches such as T5's
+    # log(0) cast to int64, which a Where discards afterwards.
     try:
-        outs = ReferenceEvaluator(model).run(
-            None, {n: a for n, a in zip(node.input, inputs, strict=True) if n})
+        with np.errstate(all="ignore"):
+            outs = ReferenceEvaluator(model).run(
+                None, {n: a for n, a in zip(node.input, inputs, strict=True) if n})
     except Exception:  # the evaluator raises anything; the node is then converted instead
         return None
     return [np.asarray(o) for o in outs]

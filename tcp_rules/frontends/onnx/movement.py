@@ -1,5 +1,5 @@
 """ONNX shape and data-movement ops: Shape, Size, Reshape, Flatten, (Un)Squeeze, Transpose,
-Expand, Tile, Slice, Concat, Split, Gather, ConstantOfShape.
+Expand, Tile, Slice, Concat, Split, Gather, GatherND, ConstantOfShape.
 
 Shape arguments must be known at import time (TCP shapes are static or symbolic); a shape that
 depends on symbolic dims flows through as an object array of dims (see folding.py).
@@ -284,6 +284,73 @@ def gather(ctx: Context) -> Sequence[Tensor]:
         neg = ctx.op("lt", idx, ctx.scalar(0, idx))
         idx = ctx.op("select", neg, ctx.op("add", idx, ctx.scalar(n.const, idx)), idx)
     return [ctx.op("gather", x, idx, axis=axis)]
+
+
+@converts("GatherND")
+def gather_nd(ctx: Context) -> Sequence[Tensor]:
+    """data[batch..., i_0, ..., i_{k-1}, ...] for each k-tuple of ``indices``: the batch and
+    indexed axes of ``data`` flattened into one, read by TCP's gather at the linear index
+    (batch * P + sum_j i_j * stride_j, P the indexed axes' product). Constant indices become
+    linear indices at import; run-time ones are summed in TCP ops, negatives wrapped."""
+    x = ctx.value(0)
+    t = ctx.tensor(1)
+    if isinstance(t, np.ndarray) and t.dtype == object:  # a shape used as indices
+        t = ctx.as_value(t, "indices")
+    b = ctx.attr("batch_dims", 0)
+    q = t.ndim if isinstance(t, np.ndarray) else t.type.rank
+    lead = _shape_of(t)
+    k = lead[-1].const if q else None
+    if not q or k is None or not 1 <= k <= x.type.rank - b or not 0 <= b < q:
+        raise ctx.error(f"GatherND with batch_dims={b} needs indices of rank above {b} whose "
+                        f"last axis is static and at most {x.type.rank - b}, got "
+                        f"[{', '.join(str(d) for d in lead)}]")
+    dims = list(x.type.dims)
+    batch, indexed, rest = dims[:b], dims[b:b + k], dims[b + k:]
+    if any(d.const is None for d in indexed):
+        raise ctx.error(f"GatherND indexes the symbolic axes "
+                        f"{', '.join(str(d) for d in indexed)}: their sizes must be known "
+                        f"when importing (bind them with --dim)")
+    sizes = [int(d.const) for d in indexed]  # type: ignore[arg-type]
+    strides = [math.prod(sizes[j + 1:]) for j in range(k)]
+    out_lead = lead[:-1]
+    # the batch position of each index tuple: a constant over the indices' leading axes
+    offsets = None
+    if b:
+        if any(d.const is None for d in out_lead):
+            raise ctx.error("GatherND with batch_dims needs the indices' leading axes static")
+        shape = [int(d.const) for d in out_lead]  # type: ignore[arg-type]
+        pos = np.arange(math.prod(shape[:b]), dtype=np.int64) * math.prod(sizes)
+        offsets = np.broadcast_to(pos.reshape(shape[:b] + [1] * (len(shape) - b)), shape)
+    if isinstance(t, np.ndarray):
+        idx = t.astype(np.int64)
+        bad = (idx < -np.array(sizes)) | (idx >= np.array(sizes))
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise ctx.error(f"index {int(idx[where])} at {list(where)} is out of range for an "
+                            f"axis of size {sizes[where[-1]]}")
+        idx = np.where(idx < 0, idx + np.array(sizes), idx)
+        lin = (idx * np.array(strides, np.int64)).sum(axis=-1)
+        if offsets is not None:
+            lin = lin + offsets
+        linear: Value = ctx.as_value(np.array(lin, np.int64), "indices")  # 0-d stays 0-d
+    else:
+        runtime = ctx.cast(t, DType.I64)
+        terms = []
+        for j in range(k):
+            part = ctx.op("slice", runtime, start=[0] * (q - 1) + [j], size=[*out_lead, Dim.of(1)],
+                          stride=[1] * q)
+            part = ctx.op("reshape", part, shape=out_lead)
+            neg = ctx.op("lt", part, ctx.scalar(0, part))
+            part = ctx.op("select", neg, ctx.op("add", part, ctx.scalar(sizes[j], part)), part)
+            terms.append(part if strides[j] == 1 else
+                         ctx.op("mul", part, ctx.scalar(strides[j], part)))
+        if offsets is not None:
+            terms.append(ctx.as_value(np.array(offsets), "batch_offsets"))
+        linear = terms[0]
+        for term in terms[1:]:
+            linear = ctx.op("add", linear, term)
+    flat = _reshape_any(ctx, x, [dims_product(batch + indexed), *rest])
+    return [ctx.op("gather", ctx.as_value(flat), linear, axis=0)]
 
 
 @converts("ConstantOfShape")

@@ -1,0 +1,49 @@
+"""How the Hugging Face fixtures beside this file were made: tiny randomly initialized GPT-2,
+Llama (grouped-query attention, rotary embeddings, RMSNorm, SiLU) and T5 encoder models from
+transformers 4.57.6, exported by torch 2.14.1's dynamo exporter (onnxscript 0.7.2) with a
+symbolic batch and sequence; inputs: token ids and an attention mask. Not run by the tests:
+run it by hand in an environment with torch and transformers, from this folder."""
+
+import onnx
+import torch
+import transformers
+
+torch.manual_seed(0)
+models = {
+    "gpt2": transformers.GPT2Model(transformers.GPT2Config(
+        vocab_size=64, n_embd=32, n_layer=2, n_head=4, n_positions=32)),
+    "llama": transformers.LlamaModel(transformers.LlamaConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32)),
+    "t5_encoder": transformers.T5EncoderModel(transformers.T5Config(
+        vocab_size=64, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4)),
+}
+
+
+class Hidden(torch.nn.Module):
+    """The last hidden state, without the key-value cache."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        extra = {"use_cache": False} if "t5" not in type(self.model).__name__.lower() else {}
+        return self.model(input_ids=ids, attention_mask=mask, **extra).last_hidden_state
+
+
+ids = torch.randint(0, 64, (2, 8))
+mask = torch.ones(2, 8, dtype=torch.int64)
+batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq", max=32)
+for name, model in models.items():
+    program = torch.onnx.export(Hidden(model.eval()), (ids, mask), dynamo=True,
+                                input_names=["ids", "mask"], output_names=["hidden"],
+                                dynamic_shapes={"ids": {0: batch, 1: seq},
+                                                "mask": {0: batch, 1: seq}})
+    program.save(f"{name}.onnx")
+    saved = onnx.load(f"{name}.onnx")
+    for node in saved.graph.node:  # the exporter's stack traces: most of the file
+        del node.metadata_props[:]
+        node.doc_string = ""
+    onnx.save(saved, f"{name}.onnx")
+print("ok")
