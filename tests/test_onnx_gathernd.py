@@ -125,3 +125,18 @@ def test_gathernd_into_a_symbolic_axis(tmp_path: Path, capsys) -> None:
     path = tmp_path / "m.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
     _fails(path, capsys, "node 'gnd' (GatherND", "symbolic axes n", "--dim")
+
+
+def test_gathernd_run_time_indices_out_of_range_clamp_per_axis() -> None:
+    """ONNX leaves them undefined (onnxruntime raises); TCP's gather clamps, and so does each
+    index tuple's every axis here: (0, 5) reads (0, 2), not the next row's (1, 2)."""
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    idx = np.array([[0, 5], [-9, 1], [7, -1], [1, -4]])
+    model = _model(data, idx, 0, const=False)
+    sizes = np.array(data.shape)
+    wrapped = np.where(idx < 0, idx + sizes, idx)
+    clamped = np.clip(wrapped, 0, sizes - 1)
+    want = data[clamped[:, 0], clamped[:, 1]]
+    for engine in ("reference", "compiled"):
+        got = _run(model, {"data": data, "idx": idx}, engine)
+        np.testing.assert_array_equal(got, want, err_msg=engine)

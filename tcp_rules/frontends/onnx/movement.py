@@ -291,7 +291,8 @@ def gather_nd(ctx: Context) -> Sequence[Tensor]:
     """data[batch..., i_0, ..., i_{k-1}, ...] for each k-tuple of ``indices``: the batch and
     indexed axes of ``data`` flattened into one, read by TCP's gather at the linear index
     (batch * P + sum_j i_j * stride_j, P the indexed axes' product). Constant indices become
-    linear indices at import; run-time ones are summed in TCP ops, negatives wrapped."""
+    linear indices at import; run-time ones are summed in TCP ops, negatives wrapped and each
+    clamped into its axis (TCP's gather clamps where ONNX leaves out-of-range undefined)."""
     x = ctx.value(0)
     t = ctx.tensor(1)
     if isinstance(t, np.ndarray) and t.dtype == object:  # a shape used as indices
@@ -342,6 +343,8 @@ def gather_nd(ctx: Context) -> Sequence[Tensor]:
             part = ctx.op("reshape", part, shape=out_lead)
             neg = ctx.op("lt", part, ctx.scalar(0, part))
             part = ctx.op("select", neg, ctx.op("add", part, ctx.scalar(sizes[j], part)), part)
+            # each index clamped into its own axis, as gather clamps: not into the next row
+            part = ctx.op("clamp", part, min=0, max=sizes[j] - 1)
             terms.append(part if strides[j] == 1 else
                          ctx.op("mul", part, ctx.scalar(strides[j], part)))
         if offsets is not None:
