@@ -1,7 +1,7 @@
 """Hugging Face models exported by PyTorch (tests/data/onnx/export_hf.py), imported with their
 batch and sequence bound, against onnxruntime: GPT-2 (its causal mask is a GatherND), Llama
-(grouped-query attention, rotary embeddings, RMSNorm) and a T5 encoder (relative position
-buckets folded at import)."""
+(grouped-query attention, rotary embeddings, RMSNorm), a T5 encoder (relative position
+buckets folded at import) and BERT, which also imports with both dims left symbolic."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ ort = pytest.importorskip("onnxruntime")
 
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
+from tcp_rules.cli import main  # noqa: E402
+from tcp_rules.diagnostics import TcpError  # noqa: E402
 from tcp_rules.frontends.onnx import import_onnx  # noqa: E402
 from tcp_rules.optimize import OptOptions  # noqa: E402
 from tcp_rules.pipeline import optimize_func, run_func  # noqa: E402
@@ -24,29 +26,40 @@ DATA = Path(__file__).parent / "data" / "onnx"
 BATCH, SEQ, VOCAB = 2, 7, 64  # the export traced 2 x 8: other sizes show the dims are symbolic
 
 
-def _feeds() -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(0)
-    mask = np.ones((BATCH, SEQ), np.int64)
-    mask[1, SEQ - 3:] = 0  # the second sequence padded
-    return {"ids": rng.integers(0, VOCAB, (BATCH, SEQ)), "mask": mask}
+def _feeds(batch: int = BATCH, seq: int = SEQ) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seq)
+    mask = np.ones((batch, seq), np.int64)
+    mask[-1, seq - 3:] = 0  # the last sequence padded
+    return {"ids": rng.integers(0, VOCAB, (batch, seq)), "mask": mask}
 
 
-@pytest.fixture(scope="module", params=["gpt2", "llama", "t5_encoder"])
-def model(request: pytest.FixtureRequest) -> tuple[str, np.ndarray, float]:
-    """(name, onnxruntime's result, ONNX's reference evaluator's distance from it)."""
-    path = DATA / f"{request.param}.onnx"
-    feeds = _feeds()
-    (want,) = ort.InferenceSession(str(path)).run(None, feeds)
+def _results(name: str, feeds: dict[str, np.ndarray]) -> tuple[np.ndarray, float]:
+    """onnxruntime's result, and how far ONNX's reference evaluator is from it."""
+    path = str(DATA / f"{name}.onnx")
+    (want,) = ort.InferenceSession(path).run(None, feeds)
     with np.errstate(all="ignore"):  # T5's masked-out log(0) cast to int64
-        (other,) = ReferenceEvaluator(str(path)).run(None, feeds)
-    return request.param, want, float(np.max(np.abs(other.astype(np.float64) - want)))
+        (other,) = ReferenceEvaluator(path).run(None, feeds)
+    return want, float(np.max(np.abs(other.astype(np.float64) - want)))
+
+
+def _assert_close(got: np.ndarray, want: np.ndarray, theirs: float, what: str) -> None:
+    """As close to onnxruntime as ONNX's own reference evaluator gets (4 times its distance,
+    plus 4 ulps of the largest result for where the two agree exactly), as
+    tests/test_onnx_import.py holds PyTorch's exports: three independent f32 implementations."""
+    assert got.shape == want.shape and got.dtype == want.dtype, what
+    slack = 4 * float(np.spacing(np.float32(np.max(np.abs(want)))))
+    ours = float(np.max(np.abs(got.astype(np.float64) - want)))
+    assert ours <= 4 * theirs + slack, f"{what}: {ours:.3g} from onnxruntime ({theirs:.3g})"
+
+
+@pytest.fixture(scope="module", params=["gpt2", "llama", "t5_encoder", "bert"])
+def model(request: pytest.FixtureRequest) -> tuple[str, np.ndarray, float]:
+    return (request.param, *_results(request.param, _feeds()))
 
 
 @pytest.mark.parametrize("engine", ["reference", "compiled", "optimized"])
 def test_hf_exports_match_onnxruntime(model: tuple[str, np.ndarray, float],
                                       engine: str) -> None:
-    """As close to onnxruntime as ONNX's own reference evaluator gets (4 times its distance,
-    plus 4 ulps of the largest result), as tests/test_onnx_import.py holds PyTorch's exports."""
     name, want, theirs = model
     imported = import_onnx(DATA / f"{name}.onnx", {"batch": BATCH, "seq": SEQ})
     func = imported.module.funcs[0]
@@ -55,8 +68,31 @@ def test_hf_exports_match_onnxruntime(model: tuple[str, np.ndarray, float],
     feeds = _feeds()
     args = [feeds.get(p.param, imported.weights.get(p.param)) for p in func.params]
     (got,) = run_func(func, args, "reference" if engine == "reference" else "compiled")
-    assert got.shape == want.shape == (BATCH, SEQ, 32) and got.dtype == want.dtype
-    slack = 4 * float(np.spacing(np.float32(np.max(np.abs(want)))))
-    ours = float(np.max(np.abs(got.astype(np.float64) - want)))
-    assert ours <= 4 * theirs + slack, f"{name} {engine}: {ours:.3g} from onnxruntime " \
-                                       f"({theirs:.3g})"
+    assert got.shape == (BATCH, SEQ, 32)
+    _assert_close(got, want, theirs, f"{name} {engine}")
+
+
+def test_bert_with_symbolic_batch_and_sequence() -> None:
+    """Its position and token-type buffers are sliced to ``seq`` (a Slice whose end is the
+    symbolic dim): one import runs at any length up to the buffers' 32, as onnxruntime; past
+    them, a clear error."""
+    imported = import_onnx(DATA / "bert.onnx")
+    func = imported.module.funcs[0]
+    assert [str(d) for d in func.params[0].type.dims] == ["batch", "seq"]
+    for batch, seq in ((1, 3), (3, 32)):
+        feeds = _feeds(batch, seq)
+        args = [feeds.get(p.param, imported.weights.get(p.param)) for p in func.params]
+        (got,) = run_func(func, args, "compiled")
+        _assert_close(got, *_results("bert", feeds), f"bert {batch}x{seq}")
+    feeds = _feeds(1, 33)
+    args = [feeds.get(p.param, imported.weights.get(p.param)) for p in func.params]
+    with pytest.raises(TcpError, match="slice reads past the end of axis 1: start 0, size 33"):
+        run_func(func, args, "compiled")
+
+
+def test_gpt2_with_symbolic_sequence_names_the_node_that_needs_it(capsys) -> None:
+    """Its position ids are a Range up to ``seq``, which TCP cannot express: the error names
+    the node; ``--dim seq=N`` is the way through (above)."""
+    assert main(["import", str(DATA / "gpt2.onnx")]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "(Range, opset" in err and "not supported" in err, err

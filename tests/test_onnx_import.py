@@ -188,6 +188,42 @@ def test_matmul_any_rank(batch_a, batch_b, m, k, n, vec_a, vec_b, seed) -> None:
                                "b": rng.standard_normal(b).astype(np.float32)})
 
 
+def _symbolic_slice(step: int = 1, start: int = 1) -> onnx.ModelProto:
+    """y = x + w[start : seq : step], the end the symbolic length of x, as exporters cut
+    position buffers to the sequence."""
+    w = numpy_helper.from_array(np.arange(10, dtype=np.float32) * 1.5, "w")
+    consts = [numpy_helper.from_array(np.array([v], np.int64), n)
+              for n, v in (("one", 1), ("two", 2), ("lo", start), ("ax", 0), ("st", step))]
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Slice", ["shape", "zero_", "one"], ["n"]),
+             helper.make_node("Add", ["n", "lo"], ["end"]),
+             helper.make_node("Slice", ["w", "lo", "end", "ax", "st"], ["cut"], name="cut"),
+             helper.make_node("Add", ["x", "cut"], ["y"])]
+    zero = numpy_helper.from_array(np.array([0], np.int64), "zero_")
+    return _model(nodes, [_vi("x", ["seq"])], [_vi("y", ["seq"])], inits=[w, zero, *consts])
+
+
+def test_slice_to_a_symbolic_end() -> None:
+    imported = import_model(_symbolic_slice())
+    func = imported.module.funcs[0]
+    assert [str(d) for d in func.params[0].type.dims] == ["seq"]
+    for n in (1, 4, 9):
+        x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+        (want,) = _ort(_symbolic_slice(), {"x": x})
+        for engine in ("reference", "compiled"):
+            (got,) = run_func(func, _inputs(imported, {"x": x}), engine)
+            np.testing.assert_array_equal(got, want, err_msg=f"{engine}, seq={n}")
+    x = np.zeros(10, np.float32)  # w[1:11] passes w's end: onnxruntime clamps, we refuse
+    with pytest.raises(TcpError, match="slice reads past the end"):
+        run_func(func, _inputs(imported, {"x": x}), "compiled")
+
+
+def test_slice_to_a_symbolic_end_needs_step_one() -> None:
+    with pytest.raises(TcpError, match=r"node 'cut'.*symbolic end seq \+ 1 must start at a "
+                                       r"non-negative index and have step 1"):
+        import_model(_symbolic_slice(step=2))
+
+
 # names -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("name", "taken", "want"), [

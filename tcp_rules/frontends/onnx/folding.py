@@ -123,6 +123,8 @@ def _fold_symbolic(ctx: Context, node: onnx.NodeProto,
     if op in ("Unsqueeze", "Squeeze", "Reshape", "Flatten"):
         return None  # the movement converters handle constants of any dtype
     if op == "Slice":
+        if x.dtype != object:  # a constant cut to a symbolic size: the converter's slice
+            return None
         starts, ends = _int_list(ctx, inputs[1]), _int_list(ctx, inputs[2])
         axes = _int_list(ctx, inputs[3]) if len(inputs) > 3 and inputs[3] is not None \
             else list(range(len(starts)))

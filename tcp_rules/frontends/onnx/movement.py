@@ -211,10 +211,13 @@ def split(ctx: Context) -> Sequence[Tensor]:
     return outs
 
 
-def _slice_args(ctx: Context, rank: int) -> list[tuple[int, int, int, int]]:
-    """(axis, start, end, step) per sliced axis, from inputs (opset >= 10) or attributes."""
+def _slice_args(ctx: Context, rank: int) -> list[tuple[int, int, int | Dim, int]]:
+    """(axis, start, end, step) per sliced axis, from inputs (opset >= 10) or attributes; an
+    end may be a symbolic dim (``x[:, :seq]``, as exporters slice position buffers)."""
     if ctx.opset >= 10:
-        starts, ends = ctx.ints(1, "starts"), ctx.ints(2, "ends")
+        starts = ctx.ints(1, "starts")
+        ends: list[int | Dim] = [d.const if d.const is not None else d
+                                 for d in ctx.dims(2, "ends")]
         axes = ctx.ints(3, "axes") if ctx.has(3) else list(range(len(starts)))
         steps = ctx.ints(4, "steps") if ctx.has(4) else [1] * len(starts)
     else:
@@ -237,6 +240,13 @@ def slice_(ctx: Context) -> Sequence[Tensor]:
     reverse: list[tuple[int, list[int]]] = []
     for axis, s, e, step in _slice_args(ctx, rank):
         n = x.type.dims[axis].const
+        if isinstance(e, Dim):  # a symbolic end: ONNX's clamping to the axis is not
+            # expressible, so a run whose end passes the axis fails the slice's shape check
+            if step != 1 or s < 0:
+                raise ctx.error(f"a slice up to the symbolic end {e} must start at a "
+                                f"non-negative index and have step 1")
+            start[axis], size[axis] = s, e - s
+            continue
         if n is None:  # symbolic axis: only non-negative starts and "to the end"
             if step != 1 or s < 0 or not (e >= _MAX or e < 0):
                 raise ctx.error(f"slice of the symbolic axis {x.type.dims[axis]} must start "

@@ -1,6 +1,6 @@
 """How the Hugging Face fixtures beside this file were made: tiny randomly initialized GPT-2,
-Llama (grouped-query attention, rotary embeddings, RMSNorm, SiLU) and T5 encoder models from
-transformers 4.57.6, exported by torch 2.14.1's dynamo exporter (onnxscript 0.7.2) with a
+Llama (grouped-query attention, rotary embeddings, RMSNorm, SiLU), T5-encoder and BERT models
+from transformers 4.57.6, exported by torch 2.14.1's dynamo exporter (onnxscript 0.7.2) with a
 symbolic batch and sequence; inputs: token ids and an attention mask. Not run by the tests:
 run it by hand in an environment with torch and transformers, from this folder."""
 
@@ -17,6 +17,9 @@ models = {
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32)),
     "t5_encoder": transformers.T5EncoderModel(transformers.T5Config(
         vocab_size=64, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4)),
+    "bert": transformers.BertModel(transformers.BertConfig(
+        vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=64, max_position_embeddings=32)),
 }
 
 
@@ -28,7 +31,8 @@ class Hidden(torch.nn.Module):
         self.model = model
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        extra = {"use_cache": False} if "t5" not in type(self.model).__name__.lower() else {}
+        causal = type(self.model).__name__ in ("GPT2Model", "LlamaModel")
+        extra = {"use_cache": False} if causal else {}
         return self.model(input_ids=ids, attention_mask=mask, **extra).last_hidden_state
 
 
