@@ -1,7 +1,8 @@
 """Hugging Face models exported by PyTorch (tests/data/onnx/export_hf.py), imported with their
 batch and sequence bound, against onnxruntime: GPT-2 (its causal mask is a GatherND), Llama
 (grouped-query attention, rotary embeddings, RMSNorm), a T5 encoder (relative position
-buckets folded at import) and BERT, which also imports with both dims left symbolic."""
+buckets folded at import), RoBERTa and OPT (positions counted by a CumSum over the ids or the
+mask) and BERT, which also imports with both dims left symbolic."""
 
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ BATCH, SEQ, VOCAB = 2, 7, 64  # the export traced 2 x 8: other sizes show the di
 def _feeds(batch: int = BATCH, seq: int = SEQ) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seq)
     mask = np.ones((batch, seq), np.int64)
-    mask[-1, seq - 3:] = 0  # the last sequence padded
-    return {"ids": rng.integers(0, VOCAB, (batch, seq)), "mask": mask}
+    mask[-1, seq - 3:] = 0  # the last sequence padded, with id 1 (RoBERTa's padding token)
+    ids = np.where(mask == 1, rng.integers(2, VOCAB, (batch, seq)), 1)
+    return {"ids": ids, "mask": mask}
 
 
 def _results(name: str, feeds: dict[str, np.ndarray]) -> tuple[np.ndarray, float]:
@@ -52,7 +54,8 @@ def _assert_close(got: np.ndarray, want: np.ndarray, theirs: float, what: str) -
     assert ours <= 4 * theirs + slack, f"{what}: {ours:.3g} from onnxruntime ({theirs:.3g})"
 
 
-@pytest.fixture(scope="module", params=["gpt2", "llama", "t5_encoder", "bert"])
+@pytest.fixture(scope="module",
+                params=["gpt2", "llama", "t5_encoder", "bert", "roberta", "opt"])
 def model(request: pytest.FixtureRequest) -> tuple[str, np.ndarray, float]:
     return (request.param, *_results(request.param, _feeds()))
 

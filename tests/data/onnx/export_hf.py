@@ -1,8 +1,9 @@
 """How the Hugging Face fixtures beside this file were made: tiny randomly initialized GPT-2,
-Llama (grouped-query attention, rotary embeddings, RMSNorm, SiLU), T5-encoder and BERT models
-from transformers 4.57.6, exported by torch 2.14.1's dynamo exporter (onnxscript 0.7.2) with a
-symbolic batch and sequence; inputs: token ids and an attention mask. Not run by the tests:
-run it by hand in an environment with torch and transformers, from this folder."""
+Llama (grouped-query attention, rotary embeddings, RMSNorm, SiLU), T5-encoder, BERT, RoBERTa
+and OPT models (the last two count positions with a CumSum) from transformers 4.57.6, exported
+by torch 2.14.1's dynamo exporter (onnxscript 0.7.2) with a symbolic batch and sequence;
+inputs: token ids and an attention mask. Not run by the tests: run it by hand in an
+environment with torch and transformers, from this folder."""
 
 import onnx
 import torch
@@ -20,6 +21,12 @@ models = {
     "bert": transformers.BertModel(transformers.BertConfig(
         vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
         intermediate_size=64, max_position_embeddings=32)),
+    "roberta": transformers.RobertaModel(transformers.RobertaConfig(
+        vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=64, max_position_embeddings=40)),
+    "opt": transformers.OPTModel(transformers.OPTConfig(
+        vocab_size=64, hidden_size=32, ffn_dim=64, num_hidden_layers=2, num_attention_heads=4,
+        max_position_embeddings=32, word_embed_proj_dim=32)),
 }
 
 
@@ -31,7 +38,7 @@ class Hidden(torch.nn.Module):
         self.model = model
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        causal = type(self.model).__name__ in ("GPT2Model", "LlamaModel")
+        causal = type(self.model).__name__ in ("GPT2Model", "LlamaModel", "OPTModel")
         extra = {"use_cache": False} if causal else {}
         return self.model(input_ids=ids, attention_mask=mask, **extra).last_hidden_state
 
