@@ -52,6 +52,7 @@ OP_SPELLINGS = {
     "atan2": "arctan2(x, y)", "eq": "x == y", "ne": "x != y", "lt": "x < y", "le": "x <= y",
     "gt": "x > y", "ge": "x >= y", "select": "where(c, x, y)", "cast": "x.astype(dtype)",
     "splat": "full_like(x, v)", "dense": "x + asarray([1.0, 2.0, 3.0, 4.0])",
+    "iota": "x + arange(x.shape[1])",
     "broadcast": "x + y[0]",
     "transpose": "transpose(x)", "reshape": "reshape(x, shape)", "slice": "x[1:3]",
     "concat": "concatenate([x, y])", "gather": "take(x, i, axis=1, mode='clip')",
@@ -171,6 +172,16 @@ def zeros_like(x: Any, dtype: Any = None) -> TracedArray:
 def ones_like(x: Any, dtype: Any = None) -> TracedArray:
     """Ones of ``x``'s shape and dtype."""
     return full_like(x, 1, dtype)
+
+
+def arange(stop: Any, dtype: Any = None) -> TracedArray:
+    """``numpy.arange(stop)``: 0, 1, ..., stop - 1 (int64 unless ``dtype``), as TCP's iota;
+    ``stop`` may be a symbolic size such as ``x.shape[0]``."""
+    (n,) = shape_arg(stop)
+    if isinstance(n, int) and n < 0:
+        n = 0
+    dt = to_dtype(dtype) if dtype is not None else DType.I64
+    return TracedArray(apply("iota", [], shape=[n], axis=0, dtype=dt))
 
 
 def asarray(x: Any, dtype: Any = None) -> TracedArray:

@@ -139,7 +139,24 @@ def test_every_op_has_a_lowering() -> None:
     from tcp_rules.codegen.llvm_ops import LOWERINGS
     from tcp_rules.codegen.lower import REDUCE_KIND
 
-    structural = {"splat", "dense", "broadcast", "transpose", "reshape", "slice", "concat",
+    structural = {"splat", "dense", "iota", "broadcast", "transpose", "reshape", "slice", "concat",
                   "gather", "pad", "load", "kernel", *MATMULS, *REDUCE_KIND}
     missing = [name for name in OPS if name not in LOWERINGS and name not in structural]
     assert not missing, f"ops without an LLVM lowering: {missing}"
+
+
+@pytest.mark.parametrize("dt", [I64, I32, DType.U8, F32, F64, DType.F16, DType.BF16])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_iota(dt: DType, axis: int) -> None:
+    """Alone (a kernel of its own, symbolic sizes), fused into an elementwise kernel, and
+    summed: the same bits as the reference. bf16 and f16 round past 256 and 2048."""
+    f = tb.FuncBuilder("iota")
+    x = f.param("x", f"{dt}[N, 3, M]")
+    n = 300 if dt.is_storage_float else 7
+    shape = ["N", 3, "M"]
+    io = tb.iota(shape=shape, axis=axis, dtype=str(dt))
+    f.ret(tb.iota(shape=shape, axis=axis, dtype=str(dt)), tb.add(x, io),
+          tb.reduce_sum(io, axes=[axis]))
+    xs = np.ones((n, 3, 5)).astype(dt.np_dtype)
+    for got, ref in zip(*run_both(f.finish(), xs), strict=True):
+        assert_same(got, ref, f"iota {dt} axis {axis}")

@@ -292,6 +292,15 @@ CASES: list[Case] = [
     C("splat", "empty", value=1.5, shape=[0, 3], dtype="f32",
       expect=np.zeros((0, 3), np.float32)),
     C("splat", "rank 0", value=-7, shape=[], dtype="i64", expect=np.array(-7, np.int64)),
+    C("iota", "i64 along 1", shape=[2, 3], axis=1, dtype="i64",
+      expect=np.array([[0, 1, 2], [0, 1, 2]], np.int64)),
+    C("iota", "f32 along 0", shape=[3, 2], axis=0, dtype="f32",
+      expect=np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]], np.float32)),
+    C("iota", "f16 rounds past 2048", shape=[2051], axis=0, dtype="f16",
+      expect=np.arange(2051).astype(np.float16)),
+    C("iota", "u8 up to 255", shape=[256], axis=0, dtype="u8",
+      expect=np.arange(256, dtype=np.uint8)),
+    C("iota", "empty", shape=[0, 4], axis=1, dtype="i32", expect=np.zeros((0, 4), np.int32)),
     C("dense", "i32 2x2", value=[[1, 2], [3, 4]], dtype="i32",
       expect=np.array([[1, 2], [3, 4]], np.int32)),
     C("dense", "f32 rounds", value=[0.1, -0.0, 1e-50], dtype="f32",
@@ -447,6 +456,14 @@ def test_splat_with_a_symbolic_shape() -> None:
     f.ret(tb.add(x, fill))
     (out,) = evaluate(f.finish(), [np.array([[1, 2], [3, I32_MIN]], np.int32)])
     assert_same(out, np.array([[0, 1], [2, I32_MAX]], np.int32))
+
+
+def test_iota_with_a_symbolic_shape() -> None:
+    f = tb.FuncBuilder("sym")
+    x = f.param("x", "i32[N, 2]")
+    f.ret(tb.add(x, tb.iota(shape=["N", 2], axis=0, dtype="i32")))
+    (out,) = evaluate(f.finish(), [np.array([[1, 2], [3, I32_MAX]], np.int32)])
+    assert_same(out, np.array([[1, 2], [4, I32_MIN]], np.int32))
 
 
 def test_reshape_of_symbolic_dims() -> None:

@@ -36,6 +36,7 @@ from tcp_rules.codegen.kernel import (
     MatmulKernel,
     Node,
     Op,
+    PadIndex,
     Reduce,
     Size,
     Strided,
@@ -378,6 +379,8 @@ class Lowerer:
             return self.concat(v)
         if name == "gather":
             return self.gather(v)
+        if name == "iota":
+            return self.iota(v)
         if name == "pad":
             return self.pad(v)
         if name in REDUCE_KIND:
@@ -551,6 +554,18 @@ class Lowerer:
             i = ClampIndex(DType.I64, self.read(ind, kb, idx[axis:axis + r]), kb.size(ext))
             return xs.template(kb, (*idx[:axis], i, *idx[axis + r:]))
         return Src(None, tmpl, 1 + self.src[id(ind)].ops)
+
+    def iota(self, v: Apply) -> Src:
+        """Each element's index along the axis, converted to the dtype: the index clamped into
+        the axis (a no-op, the index being in it), as pad reads with edge mode."""
+        axis, dt = v.attr_map["axis"], v.type.dtype
+        ext = v.type.dims[axis]
+
+        def tmpl(kb: KB, idx: Index) -> Node:
+            computed_index(kb, v)  # (a matmul epilogue has no loop indices to read)
+            i = PadIndex(DType.I64, idx[axis], 0, kb.size(ext), "edge")
+            return i if dt is DType.I64 else Op(dt, "cast", (i,), (("to", dt),))
+        return Src(None, tmpl, 1)
 
     def pad(self, v: Apply) -> Src:
         """Pad reads its materialized operand through computed indices (codegen/padding.py);

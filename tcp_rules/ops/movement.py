@@ -1,5 +1,5 @@
-"""Constants and data movement: splat, dense, broadcast, transpose, reshape, slice, concat,
-gather."""
+"""Constants and data movement: splat, dense, iota, broadcast, transpose, reshape, slice,
+concat, gather."""
 
 from __future__ import annotations
 
@@ -60,6 +60,23 @@ def check_scalar_fits(value: float | int | bool, dtype: DType, attr: str) -> Non
 def _infer_splat(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
     check_scalar_fits(attrs["value"], attrs["dtype"], "value")
     return TensorType(attrs["dtype"], tuple(attrs["shape"]))
+
+
+def _infer_iota(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
+    shape, axis, dtype = tuple(attrs["shape"]), attrs["axis"], attrs["dtype"]
+    check_axes([axis], len(shape), "axis")
+    if dtype is DType.I1:
+        raise ShapeError("iota counts in an integer or float type, not i1", attr="dtype")
+    n = shape[axis].const
+    if n is not None and n > 1 and not dtype.is_float:
+        check_scalar_fits(n - 1, dtype, "shape")
+    return TensorType(dtype, shape)
+
+
+def _iota(a: Sequence[np.ndarray], attrs: Attrs, out: TensorType) -> np.ndarray:
+    shape, axis = out.shape or (), attrs["axis"]
+    along = np.arange(shape[axis]).reshape([-1 if i == axis else 1 for i in range(len(shape))])
+    return literal_array(along, out.dtype, shape)
 
 
 def _infer_dense(args: Sequence[TensorType], attrs: Attrs) -> TensorType:
@@ -202,6 +219,13 @@ def _splat_space(args: Sequence[TensorType], fresh: Fresh) -> Space:
         yield {"value": 1, "shape": (fresh(), fresh()), "dtype": dtype}
 
 
+def _iota_space(args: Sequence[TensorType], fresh: Fresh) -> Space:
+    for dtype in (DType.I64, DType.I32, DType.F32, DType.F16):
+        yield {"shape": (Dim.of(5),), "axis": 0, "dtype": dtype}
+        yield {"shape": (Dim.of(2), Dim.of(3)), "axis": 1, "dtype": dtype}
+        yield {"shape": (fresh(), fresh()), "axis": 0, "dtype": dtype}
+
+
 def _dense_space(args: Sequence[TensorType], fresh: Fresh) -> Space:
     for dtype in DType:
         yield {"value": DenseData(np.array([[1, 0], [0, 1]])), "dtype": dtype}
@@ -268,6 +292,12 @@ MOVEMENT_OPS: tuple[OpDef, ...] = (
           attrs=(AttrSpec("value", AttrKind.DATA), AttrSpec("dtype", AttrKind.DTYPE)),
           infer=_infer_dense, cost=CostFormula(0), category="constant",
           reference=lambda a, attrs, out: literal_array(attrs["value"].array, out.dtype)),
+    OpDef(name="iota", attr_space=_iota_space,
+          doc="a tensor of shape whose elements are their index along axis",
+          operands=(),
+          attrs=(AttrSpec("shape", AttrKind.DIMS), AttrSpec("axis", AttrKind.INT),
+                 AttrSpec("dtype", AttrKind.DTYPE)),
+          infer=_infer_iota, cost=CostFormula(0), category="constant", reference=_iota),
     OpDef(name="broadcast", attr_space=_broadcast_space,
           doc="expand x to shape; dims[i] is the result axis of x's axis i",
           operands=("x",),

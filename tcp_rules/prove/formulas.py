@@ -21,7 +21,7 @@ from tcp_rules.prove.tensors import (
 
 FORMULAS: dict[str, TensorFn] = {
     **{name: elementwise for name in SCALAR_FORMULAS},
-    "splat": constant, "dense": constant,
+    "splat": constant, "dense": constant, "iota": constant,
     **{name: movement for name in ("broadcast", "transpose", "reshape", "slice", "concat",
                                    "pad", "load", "kernel")},
     "gather": gather,

@@ -110,6 +110,21 @@ def constant(sz: Sized, name: str, args: Sequence[STensor], types: Sequence[Tens
     return STensor(tuple(sz.dim(d) for d in out.dims), lambda i: c)
 
 
+def iota(sz: Sized, name: str, args: Sequence[STensor], types: Sequence[TensorType],
+         out: TensorType, attrs: dict[str, Any]) -> STensor:
+    """Element i is i[axis] in the dtype: a bit vector, a real, or the float nearest it."""
+    axis, dt = attrs["axis"], out.dtype
+
+    def at(i: Index) -> E:
+        k, sort = i[axis], sort_of(dt, sz.ctx.mode)
+        if not dt.is_float:
+            return z3.Int2BV(k, sort.size())
+        if sz.ctx.mode == "real":
+            return z3.ToReal(k)
+        return z3.fpToFP(z3.RNE(), z3.ToReal(k), sort)
+    return STensor(tuple(sz.dim(d) for d in out.dims), at)
+
+
 def identity(sz: Sized, name: str, args: Sequence[STensor], types: Sequence[TensorType],
              out: TensorType, attrs: dict[str, Any]) -> STensor:
     return args[0]  # load and kernel mean the identity on values
@@ -344,7 +359,7 @@ def matmul(sz: Sized, name: str, args: Sequence[STensor], types: Sequence[Tensor
 
 INDEX_FORMULAS: dict[str, SymFn] = {
     **{name: elementwise for name in SCALAR_FORMULAS},
-    "splat": constant, "dense": constant, "load": identity, "kernel": identity,
+    "splat": constant, "dense": constant, "iota": iota, "load": identity, "kernel": identity,
     "broadcast": broadcast, "transpose": transpose, "reshape": reshape, "slice": slice_,
     "concat": concat, "pad": pad, "gather": gather,
     **{f"reduce_{k}": reduction for k in ("sum", "prod", "max", "min")},
