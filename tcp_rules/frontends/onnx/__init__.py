@@ -6,7 +6,12 @@ themselves by ONNX op type when their modules are imported below.
 
 from __future__ import annotations
 
-from tcp_rules.frontends.onnx import composite, elementwise, movement  # noqa: F401 (registers)
+from tcp_rules.frontends.onnx import (  # noqa: F401 (registers)
+    composite,
+    elementwise,
+    movement,
+    ranges,
+)
 from tcp_rules.frontends.onnx.context import CONVERTERS, INLINE_LIMIT, NeedsConstant
 from tcp_rules.frontends.onnx.model import import_model, import_onnx, load_model
 

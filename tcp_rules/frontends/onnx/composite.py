@@ -1,5 +1,5 @@
-"""ONNX ops that are compositions in TCP: MatMul of any rank, Gemm, the reductions, CumSum,
-Softmax and LogSoftmax, LayerNormalization, RMSNormalization and BatchNormalization.
+"""ONNX ops that are compositions in TCP: MatMul of any rank, Gemm, the reductions, Softmax and
+LogSoftmax, LayerNormalization, RMSNormalization and BatchNormalization.
 
 They are expanded into TCP ops on purpose: the rules then see (and can fuse or simplify) every
 step, where a monolithic op would hide them.
@@ -8,8 +8,6 @@ step, where a monolithic op would hide them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import numpy as np
 
 from tcp_rules.frontends.onnx.context import Context, Tensor, converts, normalize_axis
 from tcp_rules.ir import Value
@@ -134,38 +132,6 @@ def reductions(ctx: Context) -> Sequence[Tensor]:
     if kind == "ReduceLogSum":
         return [ctx.op("log", reduce(ctx, "reduce_sum", x, axes, keep))]
     return [sq]
-
-
-@converts("CumSum")
-def cumsum(ctx: Context) -> Sequence[Tensor]:
-    """y[.., j, ..] = the sum of x[.., i, ..] over the i that ``exclusive`` and ``reverse``
-    keep (i <= j, i < j, i >= j, i > j): x broadcast along a new axis j beside i, the other
-    terms selected away, i summed. TCP has no scan: n^2 terms a row, for the lengths models
-    scan (position ids from a padding mask) a few thousand at most."""
-    x = ctx.value(0)
-    rank = x.type.rank
-    axes = ctx.ints(1, "axis")
-    if rank == 0 or len(axes) != 1:
-        raise ctx.error(f"CumSum needs a tensor of rank 1 or more and one axis, got rank "
-                        f"{rank} and axis {axes}")
-    axis = normalize_axis(ctx, axes[0], rank)
-    n = x.type.dims[axis].const
-    if n is None:
-        raise ctx.error(f"CumSum along the symbolic axis {x.type.dims[axis]}: its length must "
-                        f"be known when importing (bind it with --dim)")
-    dims = list(x.type.dims)
-    pair = [Dim.of(n), Dim.of(n)]  # [j, i]
-    pos = ctx.as_value(np.arange(n, dtype=np.int64), "cumsum_positions")
-    i = ctx.op("broadcast", pos, shape=pair, dims=[1])
-    j = ctx.op("broadcast", pos, shape=pair, dims=[0])
-    cmp = {(0, 0): "le", (1, 0): "lt", (0, 1): "ge", (1, 1): "gt"}[
-        (int(bool(ctx.attr("exclusive", 0))), int(bool(ctx.attr("reverse", 0))))]
-    shape = [*dims[:axis], Dim.of(n), *dims[axis:]]
-    keep = ctx.op("broadcast", ctx.op(cmp, i, j), shape=shape, dims=[axis, axis + 1])
-    spread = ctx.op("broadcast", x, shape=shape,
-                    dims=[*range(axis), *range(axis + 1, rank + 1)])
-    terms = ctx.op("select", keep, spread, ctx.splat(0, spread, x.type.dtype))
-    return [ctx.op("reduce_sum", terms, axes=[axis + 1], keepdims=False)]
 
 
 # softmax and normalization -----------------------------------------------------------------

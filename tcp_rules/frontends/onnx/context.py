@@ -239,6 +239,16 @@ class Context:
         """A splat of ``value`` with the type of ``like``."""
         return tb.make_splat(value, like.type)
 
+    def dim_value(self, d: Dim, like: Value) -> Value:
+        """The size ``d`` as data, with the type of ``like``: a splat of a constant; of a
+        symbolic dim, the sum of d ones (TCP has no op that reads a dim as a value; the sum
+        depends on no index, so a kernel computes it once)."""
+        if d.const is not None:
+            return self.scalar(d.const, like)
+        ones = tb.make_splat(1, TensorType(like.type.dtype, (d,)))
+        n = self.op("reduce_sum", ones, axes=[0], keepdims=False)
+        return self.op("broadcast", n, shape=list(like.type.dims), dims=[])
+
     def splat(self, value: float | int | bool, like: Value, dtype: DType) -> Value:
         """A splat of ``value`` with the shape of ``like`` and element type ``dtype``."""
         return tb.make_splat(value, TensorType(dtype, like.type.dims))

@@ -300,9 +300,10 @@ def gather(ctx: Context) -> Sequence[Tensor]:
 def gather_nd(ctx: Context) -> Sequence[Tensor]:
     """data[batch..., i_0, ..., i_{k-1}, ...] for each k-tuple of ``indices``: the batch and
     indexed axes of ``data`` flattened into one, read by TCP's gather at the linear index
-    (batch * P + sum_j i_j * stride_j, P the indexed axes' product). Constant indices become
-    linear indices at import; run-time ones are summed in TCP ops, negatives wrapped and each
-    clamped into its axis (TCP's gather clamps where ONNX leaves out-of-range undefined)."""
+    (batch * P + sum_j i_j * stride_j, P the indexed axes' product). Constant indices into
+    static axes become linear indices at import; otherwise they are summed in TCP ops, each
+    wrapped if negative and clamped into its axis (TCP's gather clamps where ONNX leaves
+    out-of-range undefined), symbolic sizes and strides computed as data (Context.dim_value)."""
     x = ctx.value(0)
     t = ctx.tensor(1)
     if isinstance(t, np.ndarray) and t.dtype == object:  # a shape used as indices
@@ -317,12 +318,7 @@ def gather_nd(ctx: Context) -> Sequence[Tensor]:
                         f"[{', '.join(str(d) for d in lead)}]")
     dims = list(x.type.dims)
     batch, indexed, rest = dims[:b], dims[b:b + k], dims[b + k:]
-    if any(d.const is None for d in indexed):
-        raise ctx.error(f"GatherND indexes the symbolic axes "
-                        f"{', '.join(str(d) for d in indexed)}: their sizes must be known "
-                        f"when importing (bind them with --dim)")
-    sizes = [int(d.const) for d in indexed]  # type: ignore[arg-type]
-    strides = [math.prod(sizes[j + 1:]) for j in range(k)]
+    strides = [dims_product(indexed[j + 1:]) for j in range(k)]
     out_lead = lead[:-1]
     # the batch position of each index tuple: a constant over the indices' leading axes
     offsets = None
@@ -330,40 +326,56 @@ def gather_nd(ctx: Context) -> Sequence[Tensor]:
         if any(d.const is None for d in out_lead):
             raise ctx.error("GatherND with batch_dims needs the indices' leading axes static")
         shape = [int(d.const) for d in out_lead]  # type: ignore[arg-type]
-        pos = np.arange(math.prod(shape[:b]), dtype=np.int64) * math.prod(sizes)
+        pos = np.arange(math.prod(shape[:b]), dtype=np.int64)
         offsets = np.broadcast_to(pos.reshape(shape[:b] + [1] * (len(shape) - b)), shape)
-    if isinstance(t, np.ndarray):
+    static = all(d.const is not None for d in indexed)
+    if isinstance(t, np.ndarray) and static:
+        sizes = np.array([d.const for d in indexed], np.int64)
         idx = t.astype(np.int64)
-        bad = (idx < -np.array(sizes)) | (idx >= np.array(sizes))
+        bad = (idx < -sizes) | (idx >= sizes)
         if bad.any():
             where = tuple(int(i) for i in np.argwhere(bad)[0])
             raise ctx.error(f"index {int(idx[where])} at {list(where)} is out of range for an "
                             f"axis of size {sizes[where[-1]]}")
-        idx = np.where(idx < 0, idx + np.array(sizes), idx)
-        lin = (idx * np.array(strides, np.int64)).sum(axis=-1)
+        idx = np.where(idx < 0, idx + sizes, idx)
+        lin = (idx * np.array([s.const for s in strides], np.int64)).sum(axis=-1)
         if offsets is not None:
-            lin = lin + offsets
+            lin = lin + offsets * int(sizes.prod())
         linear: Value = ctx.as_value(np.array(lin, np.int64), "indices")  # 0-d stays 0-d
     else:
-        runtime = ctx.cast(t, DType.I64)
-        terms = []
-        for j in range(k):
-            part = ctx.op("slice", runtime, start=[0] * (q - 1) + [j], size=[*out_lead, Dim.of(1)],
-                          stride=[1] * q)
-            part = ctx.op("reshape", part, shape=out_lead)
-            neg = ctx.op("lt", part, ctx.scalar(0, part))
-            part = ctx.op("select", neg, ctx.op("add", part, ctx.scalar(sizes[j], part)), part)
-            # each index clamped into its own axis, as gather clamps: not into the next row
-            part = ctx.op("clamp", part, min=0, max=sizes[j] - 1)
-            terms.append(part if strides[j] == 1 else
-                         ctx.op("mul", part, ctx.scalar(strides[j], part)))
+        linear = _linear_index(ctx, ctx.cast(ctx.as_value(t, "indices"), DType.I64), indexed,
+                               strides, out_lead)
         if offsets is not None:
-            terms.append(ctx.as_value(np.array(offsets), "batch_offsets"))
-        linear = terms[0]
-        for term in terms[1:]:
-            linear = ctx.op("add", linear, term)
+            at = ctx.as_value(np.array(offsets), "batch_offsets")
+            linear = ctx.op("add", linear,
+                            ctx.op("mul", at, ctx.dim_value(dims_product(indexed), at)))
     flat = _reshape_any(ctx, x, [dims_product(batch + indexed), *rest])
     return [ctx.op("gather", ctx.as_value(flat), linear, axis=0)]
+
+
+def _linear_index(ctx: Context, idx: Value, sizes: Sequence[Dim], strides: Sequence[Dim],
+                  lead: Sequence[Dim]) -> Value:
+    """sum_j clamp(wrap(idx[..., j])) * stride_j over the last axis of ``idx``, in TCP ops."""
+    q = idx.type.rank
+    total: Value | None = None
+    for j, (size, stride) in enumerate(zip(sizes, strides, strict=True)):
+        part = ctx.op("slice", idx, start=[0] * (q - 1) + [j], size=[*lead, Dim.of(1)],
+                      stride=[1] * q)
+        part = ctx.op("reshape", part, shape=list(lead))
+        n = ctx.dim_value(size, part)
+        part = ctx.op("select", ctx.op("lt", part, ctx.scalar(0, part)),
+                      ctx.op("add", part, n), part)
+        # each index clamped into its own axis, as gather clamps: not into the next row
+        if size.const is not None:
+            part = ctx.op("clamp", part, min=0, max=size.const - 1)
+        else:
+            last = ctx.op("sub", n, ctx.scalar(1, part))
+            part = ctx.op("max", ctx.op("min", part, last), ctx.scalar(0, part))
+        if stride != Dim.of(1):
+            part = ctx.op("mul", part, ctx.dim_value(stride, part))
+        total = part if total is None else ctx.op("add", total, part)
+    assert total is not None
+    return total
 
 
 @converts("ConstantOfShape")

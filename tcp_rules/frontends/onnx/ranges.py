@@ -1,0 +1,108 @@
+"""ONNX ops that count along axes: Range, CumSum and Trilu, built on TCP's iota.
+
+Range with constant inputs is folded at import (folding.py); here its limit is a symbolic
+dim, as exporters write ``arange(seq)`` for position ids. CumSum has no scan to map to: it is
+a masked sum over a second copy of the axis. Trilu keeps a triangle (causal masks). The masks
+compare iotas, so the lengths may be symbolic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tcp_rules.frontends.onnx.context import Context, Tensor, converts, normalize_axis
+from tcp_rules.frontends.onnx.folding import divide_dim
+from tcp_rules.ir import Value
+from tcp_rules.types import Dim, DType
+
+
+def _scalar(ctx: Context, i: int, what: str) -> Dim | float:
+    """Range's input ``i``: a dim (an integer, or symbolic), or a float constant. Shapes flow
+    as object arrays of dims (folding.py), which keep no dtype: ONNX's is int64 there."""
+    t = ctx.const(i, what)
+    if t.size != 1:
+        raise ctx.error(f"Range's {what} must be a scalar, got shape {list(t.shape)}")
+    v = t.reshape(-1)[0]
+    if isinstance(v, Dim):
+        return v
+    if t.dtype.kind in "iu":
+        return Dim.of(int(v))
+    return float(v)
+
+
+@converts("Range")
+def range_(ctx: Context) -> Sequence[Tensor]:
+    """start + delta * iota(n), n = (limit - start) / delta, for a limit or start that is a
+    symbolic dim (constant ones are folded): n must divide exactly, since its ceiling is not a
+    dim TCP can name."""
+    start, limit, delta = (_scalar(ctx, i, w) for i, w in enumerate(("start", "limit", "delta")))
+    if not all(isinstance(v, Dim) for v in (start, limit, delta)):
+        raise ctx.error("a Range over a symbolic length needs integer start, limit and delta")
+    assert isinstance(start, Dim) and isinstance(limit, Dim) and isinstance(delta, Dim)
+    step = delta.const
+    if step is None or step == 0:
+        raise ctx.error(f"Range's delta must be a nonzero constant, got {delta}")
+    n = divide_dim(limit - start, Dim.of(step))
+    if n is None:
+        raise ctx.error(f"Range from {start} to {limit} by {step}: the length must be a whole "
+                        f"number of steps for every size of the symbolic dims")
+    typed = [ctx.const(i, "") for i in range(3)]
+    dt = next((DType.from_numpy(t.dtype) for t in typed if t.dtype != object), None) or DType.I64
+    v: Value = ctx.op("iota", shape=[n], axis=0, dtype=dt)
+    if step != 1:
+        v = ctx.op("mul", v, ctx.scalar(step, v))
+    if start != Dim.of(0):
+        if start.const is None:
+            raise ctx.error(f"a Range from the symbolic {start} is not supported (TCP cannot "
+                            f"use a dim as a value)")
+        v = ctx.op("add", v, ctx.scalar(start.const, v))
+    return [v]
+
+
+@converts("CumSum")
+def cumsum(ctx: Context) -> Sequence[Tensor]:
+    """y[.., j, ..] = the sum of x[.., i, ..] over the i that ``exclusive`` and ``reverse``
+    keep (i <= j, i < j, i >= j, i > j): x broadcast along a new axis j beside i, the other
+    terms selected away, i summed. n^2 terms a row, for the lengths models scan (position
+    ids from a padding mask) a few thousand at most."""
+    x = ctx.value(0)
+    rank = x.type.rank
+    axes = ctx.ints(1, "axis")
+    if rank == 0 or len(axes) != 1:
+        raise ctx.error(f"CumSum needs a tensor of rank 1 or more and one axis, got rank "
+                        f"{rank} and axis {axes}")
+    axis = normalize_axis(ctx, axes[0], rank)
+    dims = list(x.type.dims)
+    n = dims[axis]
+    j, i = _positions(ctx, n, n)  # (rows j, columns i)
+    cmp = {(0, 0): "le", (1, 0): "lt", (0, 1): "ge", (1, 1): "gt"}[
+        (int(bool(ctx.attr("exclusive", 0))), int(bool(ctx.attr("reverse", 0))))]
+    shape = [*dims[:axis], n, *dims[axis:]]
+    keep = ctx.op("broadcast", ctx.op(cmp, i, j), shape=shape, dims=[axis, axis + 1])
+    spread = ctx.op("broadcast", x, shape=shape,
+                    dims=[*range(axis), *range(axis + 1, rank + 1)])
+    terms = ctx.op("select", keep, spread, ctx.splat(0, spread, x.type.dtype))
+    return [ctx.op("reduce_sum", terms, axes=[axis + 1], keepdims=False)]
+
+
+
+def _positions(ctx: Context, rows: Dim, cols: Dim) -> tuple[Value, Value]:
+    """(i, j): each element's row and column index in a [rows, cols] grid, as i64."""
+    return (ctx.op("iota", shape=[rows, cols], axis=0, dtype=DType.I64),
+            ctx.op("iota", shape=[rows, cols], axis=1, dtype=DType.I64))
+
+
+@converts("Trilu")
+def trilu(ctx: Context) -> Sequence[Tensor]:
+    """x where j - i >= k (upper) or j - i <= k (lower) in its last two axes, else 0."""
+    x = ctx.value(0)
+    if x.type.rank < 2:
+        raise ctx.error(f"Trilu needs a tensor of rank 2 or more, got rank {x.type.rank}")
+    k = ctx.ints(1, "k")[0] if ctx.has(1) else 0
+    *_, rows, cols = x.type.dims
+    i, j = _positions(ctx, rows, cols)
+    diag = ctx.op("sub", j, i)
+    keep = ctx.op("ge" if ctx.attr("upper", 1) else "le", diag, ctx.scalar(k, diag))
+    rank = x.type.rank
+    keep = ctx.op("broadcast", keep, shape=list(x.type.dims), dims=[rank - 2, rank - 1])
+    return [ctx.op("select", keep, x, ctx.splat(0, x, x.type.dtype))]
