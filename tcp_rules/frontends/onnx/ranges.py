@@ -1,16 +1,24 @@
-"""ONNX ops that count along axes: Range, CumSum and Trilu, built on TCP's iota.
+"""ONNX ops that count along axes, built on TCP's iota: Range, CumSum, Trilu, EyeLike,
+OneHot, ArgMax, ArgMin and Hardmax.
 
 Range with constant inputs is folded at import (folding.py); here its limit is a symbolic
 dim, as exporters write ``arange(seq)`` for position ids. CumSum has no scan to map to: it is
-a masked sum over a second copy of the axis. Trilu keeps a triangle (causal masks). The masks
-compare iotas, so the lengths may be symbolic.
+a masked sum over a second copy of the axis. Trilu keeps a triangle (causal masks). ArgMax and
+ArgMin take the least index where the extreme is met. The masks compare iotas, so the lengths
+may be symbolic.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tcp_rules.frontends.onnx.context import Context, Tensor, converts, normalize_axis
+from tcp_rules.frontends.onnx.context import (
+    Context,
+    Tensor,
+    converts,
+    normalize_axis,
+    onnx_dtype,
+)
 from tcp_rules.frontends.onnx.folding import divide_dim
 from tcp_rules.ir import Value
 from tcp_rules.types import Dim, DType
@@ -106,3 +114,87 @@ def trilu(ctx: Context) -> Sequence[Tensor]:
     rank = x.type.rank
     keep = ctx.op("broadcast", keep, shape=list(x.type.dims), dims=[rank - 2, rank - 1])
     return [ctx.op("select", keep, x, ctx.splat(0, x, x.type.dtype))]
+
+
+def _arg_extreme(ctx: Context, x: Value, axis: int, largest: bool, last: bool,
+                 keep: bool) -> Value:
+    """The index of the first (or last) largest (or smallest) element along ``axis``, int64:
+    the extreme (NaN if any element is NaN, as TCP's reductions give it), then the least (or
+    greatest) iota where an element equals it, or is NaN (NumPy's argmax finds the first
+    NaN)."""
+    ext = ctx.op("reduce_max" if largest else "reduce_min", x, axes=[axis], keepdims=True)
+    hit = ctx.op("eq", x, ctx.broadcast_to(ext, x.type.dims))
+    if x.type.dtype.is_float:
+        hit = ctx.op("select", ctx.op("ne", x, x), ctx.splat(True, x, DType.I1), hit)
+    io = ctx.op("iota", shape=list(x.type.dims), axis=axis, dtype=DType.I64)
+    miss = ctx.scalar(-1 if last else (1 << 63) - 1, io)
+    return ctx.op("reduce_max" if last else "reduce_min", ctx.op("select", hit, io, miss),
+                  axes=[axis], keepdims=keep)
+
+
+@converts("ArgMax", "ArgMin")
+def arg_extreme(ctx: Context) -> Sequence[Tensor]:
+    assert ctx.node is not None
+    x = ctx.value(0)
+    if x.type.rank == 0:
+        raise ctx.error("ArgMax and ArgMin need a tensor of rank 1 or more")
+    axis = normalize_axis(ctx, ctx.attr("axis", 0), x.type.rank)
+    if x.type.dims[axis].const == 0:
+        raise ctx.error(f"{ctx.node.op_type} along an empty axis has no answer")
+    return [_arg_extreme(ctx, x, axis, ctx.node.op_type == "ArgMax",
+                         bool(ctx.attr("select_last_index", 0)), bool(ctx.attr("keepdims", 1)))]
+
+
+@converts("Hardmax")
+def hardmax(ctx: Context) -> Sequence[Tensor]:
+    """1 at the first largest element along the axis (opset 13's; the older opsets' coerce to
+    2-D first), 0 elsewhere."""
+    x = ctx.value(0)
+    if ctx.opset < 13:
+        raise ctx.error("Hardmax before opset 13 (which flattens to 2-D) is not supported")
+    axis = normalize_axis(ctx, ctx.attr("axis", -1), x.type.rank)
+    first = _arg_extreme(ctx, x, axis, largest=True, last=False, keep=True)
+    io = ctx.op("iota", shape=list(x.type.dims), axis=axis, dtype=DType.I64)
+    on = ctx.op("eq", io, ctx.broadcast_to(first, x.type.dims))
+    return [ctx.cast(on, x.type.dtype)]
+
+
+@converts("EyeLike")
+def eye_like(ctx: Context) -> Sequence[Tensor]:
+    """Ones where j - i == k in a 2-D tensor of the input's shape, in ``dtype`` (default: the
+    input's)."""
+    x = ctx.value(0)
+    if x.type.rank != 2:
+        raise ctx.error(f"EyeLike needs a 2-D input, got rank {x.type.rank}")
+    dt = onnx_dtype(ctx.attr("dtype"), "EyeLike's dtype") if ctx.attr("dtype") is not None \
+        else x.type.dtype
+    i, j = _positions(ctx, *x.type.dims)
+    diag = ctx.op("sub", j, i)
+    return [ctx.cast(ctx.op("eq", diag, ctx.scalar(int(ctx.attr("k", 0)), diag)), dt)]
+
+
+@converts("OneHot")
+def one_hot(ctx: Context) -> Sequence[Tensor]:
+    """values[1] where the new axis' index equals the (wrapped) index, values[0] elsewhere; an
+    index outside [-depth, depth) matches nowhere. ``depth`` must be a constant."""
+    idx = ctx.cast(ctx.value(0), DType.I64)
+    depth = ctx.const(1, "depth").reshape(-1)
+    if depth.size != 1 or not float(depth[0]).is_integer() or float(depth[0]) < 1:
+        raise ctx.error(f"OneHot's depth must be one positive integer, got {depth.tolist()}")
+    n = int(depth[0])
+    values = ctx.value(2)
+    if values.type.rank != 1 or values.type.dims[0] != Dim.of(2):
+        raise ctx.error(f"OneHot's values must be [off, on], got {values.type}")
+    rank = idx.type.rank + 1
+    axis = normalize_axis(ctx, ctx.attr("axis", -1), rank)
+    shape = [*idx.type.dims[:axis], Dim.of(n), *idx.type.dims[axis:]]
+    wrapped = ctx.op("select", ctx.op("lt", idx, ctx.scalar(0, idx)),
+                     ctx.op("add", idx, ctx.scalar(n, idx)), idx)
+    spread = ctx.op("broadcast", wrapped, shape=shape,
+                    dims=[d for d in range(rank) if d != axis])
+    hit = ctx.op("eq", spread, ctx.op("iota", shape=shape, axis=axis, dtype=DType.I64))
+
+    def pick(k: int) -> Value:
+        v = ctx.op("slice", values, start=[k], size=[Dim.of(1)], stride=[1])
+        return ctx.op("broadcast", v, shape=shape, dims=[axis])
+    return [ctx.op("select", hit, pick(1), pick(0))]
