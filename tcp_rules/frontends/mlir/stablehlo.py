@@ -6,7 +6,7 @@
 ``UNSIGNED`` compare of signed integers compares them cast to unsigned; ``TOTALORDER`` is
 refused); ``sign``, ``clamp`` and the ``i1`` ``and``/``or``/``not`` are built from select, eq,
 max and min (exactly). A splat ``constant`` is a scalar splat, and a ``broadcast_in_dim`` of one is
-the splat of the result shape; other constants and a static ``iota`` are dense constants. The
+the splat of the result shape; other constants are dense ones, a static ``iota`` TCP's. The
 data movement ops, ``reduce``, ``dot_general`` and ``gather`` are read by
 stablehlo_movement.py and stablehlo_dot.py, JAX's dim arguments and shape tensors by
 stablehlo_dynamic.py. Any other op is refused by the importer with an error naming it.
@@ -181,7 +181,7 @@ def _constant(ctx: FuncContext, op: Op) -> Sequence[Result]:
 
 
 def _iota(ctx: FuncContext, op: Op) -> Sequence[Result]:
-    """``iota dim = 0 : tensor<8xf32>``: 0, 1, 2, ... along the dim, as a dense constant."""
+    """``iota dim = 0 : tensor<8xf32>``: 0, 1, 2, ... along the dim, TCP's iota."""
     v = view(op)
     entry = attribute(op, "iota_dimension")
     axis = integer(entry.value if entry is not None else keyword(op, "dim") or [], op.span,
@@ -191,9 +191,7 @@ def _iota(ctx: FuncContext, op: Op) -> Sequence[Result]:
     if not 0 <= axis < len(shape):
         raise error(f"stablehlo.iota: dim {axis} is out of range for rank {len(shape)}",
                     op.span)
-    ramp = np.arange(shape[axis]).reshape([-1 if i == axis else 1 for i in range(len(shape))])
-    arr = np.broadcast_to(ramp, shape).astype(np.float64 if dtype.is_float else dtype.np_dtype)
-    return [ctx.apply("dense", [], {"value": arr, "dtype": dtype}, op)]
+    return [ctx.apply("iota", [], {"shape": shape, "axis": axis, "dtype": dtype}, op)]
 
 
 def _table() -> Mapping[str, Handler]:

@@ -108,6 +108,8 @@ def _block_args(op: Op, region: Region) -> list[str]:
 
 
 def _is_iota(v: TValue, axis: int) -> bool:
+    if isinstance(v, Apply) and v.op.name == "iota":
+        return bool(v.attr_map["axis"] == axis)
     if not (isinstance(v, Apply) and v.op.name == "dense") or v.type.shape is None:
         return False
     shape = v.type.shape
