@@ -1,4 +1,5 @@
-"""ONNX CumSum imported as a masked sum over a second copy of the axis, against onnxruntime."""
+"""ONNX CumSum imported as a masked sum over a second copy of the axis, and ReduceMean over a
+symbolic axis, against onnxruntime."""
 
 from __future__ import annotations
 
@@ -68,3 +69,22 @@ def test_cumsum_along_a_symbolic_axis() -> None:
         for engine in ("reference", "compiled"):
             (got,) = run_func(func, [x], engine)
             np.testing.assert_array_equal(got, want, err_msg=f"{engine} n={n}")
+
+
+def test_reduce_mean_over_a_symbolic_axis() -> None:
+    """Its size divides as data (a sum of ones): a mean over the sequence, as mean pooling."""
+    node = helper.make_node("ReduceMean", ["x", "axes"], ["y"], keepdims=0)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "n", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        [numpy_helper.from_array(np.array([1], np.int64), "axes")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    func = import_model(model).module.funcs[0]
+    session = ort.InferenceSession(model.SerializeToString())
+    for n in (1, 6, 100):
+        x = np.random.default_rng(n).standard_normal((2, n, 3)).astype(np.float32)
+        (want,) = session.run(None, {"x": x})
+        _, (bound,) = error_bounds(func, [x])
+        for engine in ("reference", "compiled"):
+            (got,) = run_func(func, [x], engine)
+            assert_within(got, want, 2 * bound, f"{engine} n={n}")

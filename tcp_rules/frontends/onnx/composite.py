@@ -83,17 +83,10 @@ def reduce(ctx: Context, op: str, x: Value, axes: list[int], keep: bool) -> Valu
     return ctx.op(op, x, axes=axes, keepdims=keep)
 
 
-def _count(ctx: Context, x: Value, axes: list[int]) -> int:
-    n = dims_product(x.type.dims[a] for a in axes).const
-    if n is None:
-        raise ctx.error(f"a mean over the symbolic dims {[str(x.type.dims[a]) for a in axes]} "
-                        f"needs their size as a number, which TCP cannot express")
-    return n
-
-
 def mean(ctx: Context, x: Value, axes: list[int], keep: bool) -> Value:
+    """The sum over ``axes`` divided by their size (over symbolic axes, the size as data)."""
     s = reduce(ctx, "reduce_sum", x, axes, keep)
-    return ctx.op("div", s, ctx.scalar(_count(ctx, x, axes), s))
+    return ctx.op("div", s, ctx.dim_value(dims_product(x.type.dims[a] for a in axes), s))
 
 
 def _log_sum_exp(ctx: Context, x: Value, axes: list[int], keep: bool) -> Value:
