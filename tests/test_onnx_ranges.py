@@ -84,3 +84,28 @@ def test_trilu_over_symbolic_sizes(upper: int, k: int) -> None:
         for engine in ("reference", "compiled"):
             (got,) = run_func(func, [x], engine)
             np.testing.assert_array_equal(got, want, err_msg=f"{engine} {n}x{m}")
+
+
+def test_range_from_a_symbolic_start() -> None:
+    """Positions past a cache: Range(len(past), len(past) + len(x)), the start added as data."""
+    zero = numpy_helper.from_array(np.array(0, np.int64), "zero")
+    nodes = [helper.make_node("Shape", ["past"], ["ps"]),
+             helper.make_node("Gather", ["ps", "zero"], ["p"], axis=0),
+             helper.make_node("Shape", ["x"], ["xs"]),
+             helper.make_node("Gather", ["xs", "zero"], ["n"], axis=0),
+             helper.make_node("Add", ["p", "n"], ["limit"]),
+             helper.make_node("Range", ["p", "limit", "one"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("past", TensorProto.FLOAT, ["p"]),
+                     helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, ["n"])],
+        [zero, numpy_helper.from_array(np.array(1, np.int64), "one")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    func = import_model(model).module.funcs[0]
+    session = ort.InferenceSession(model.SerializeToString())
+    for p, n in ((0, 3), (5, 1), (7, 4)):
+        feeds = {"past": np.zeros(p, np.float32), "x": np.zeros(n, np.float32)}
+        (want,) = session.run(None, feeds)
+        for engine in ("reference", "compiled"):
+            (got,) = run_func(func, [feeds["past"], feeds["x"]], engine)
+            np.testing.assert_array_equal(got, want, err_msg=f"{engine} {p}+{n}")

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from tcp_rules.frontends.onnx.context import (
     Context,
     Tensor,
@@ -24,10 +26,8 @@ from tcp_rules.ir import Value
 from tcp_rules.types import Dim, DType
 
 
-def _scalar(ctx: Context, i: int, what: str) -> Dim | float:
-    """Range's input ``i``: a dim (an integer, or symbolic), or a float constant. Shapes flow
-    as object arrays of dims (folding.py), which keep no dtype: ONNX's is int64 there."""
-    t = ctx.const(i, what)
+def _scalar(ctx: Context, t: np.ndarray, what: str) -> Dim | float:
+    """Range's input: a dim (an integer, or symbolic), or a float constant."""
     if t.size != 1:
         raise ctx.error(f"Range's {what} must be a scalar, got shape {list(t.shape)}")
     v = t.reshape(-1)[0]
@@ -40,13 +40,14 @@ def _scalar(ctx: Context, i: int, what: str) -> Dim | float:
 
 @converts("Range")
 def range_(ctx: Context) -> Sequence[Tensor]:
-    """start + delta * iota(n), n = (limit - start) / delta, for a limit or start that is a
-    symbolic dim (constant ones are folded): n must divide exactly, since its ceiling is not a
-    dim TCP can name."""
-    start, limit, delta = (_scalar(ctx, i, w) for i, w in enumerate(("start", "limit", "delta")))
-    if not all(isinstance(v, Dim) for v in (start, limit, delta)):
+    """start + delta * iota(n), n = (limit - start) / delta, where the limit or the start is a
+    symbolic dim (constant Ranges are folded): n must divide exactly, since its ceiling is no
+    dim TCP can name; a symbolic start is added as data (Context.dim_value)."""
+    names = ("start", "limit", "delta")
+    arrays = [ctx.const(i, what) for i, what in enumerate(names)]
+    start, limit, delta = (_scalar(ctx, a, what) for a, what in zip(arrays, names, strict=True))
+    if not (isinstance(start, Dim) and isinstance(limit, Dim) and isinstance(delta, Dim)):
         raise ctx.error("a Range over a symbolic length needs integer start, limit and delta")
-    assert isinstance(start, Dim) and isinstance(limit, Dim) and isinstance(delta, Dim)
     step = delta.const
     if step is None or step == 0:
         raise ctx.error(f"Range's delta must be a nonzero constant, got {delta}")
@@ -54,16 +55,13 @@ def range_(ctx: Context) -> Sequence[Tensor]:
     if n is None:
         raise ctx.error(f"Range from {start} to {limit} by {step}: the length must be a whole "
                         f"number of steps for every size of the symbolic dims")
-    typed = [ctx.const(i, "") for i in range(3)]
-    dt = next((DType.from_numpy(t.dtype) for t in typed if t.dtype != object), None) or DType.I64
+    # shapes flow as object arrays of dims (folding.py), which keep no dtype: ONNX's is int64
+    dt = next((DType.from_numpy(a.dtype) for a in arrays if a.dtype != object), None) or DType.I64
     v: Value = ctx.op("iota", shape=[n], axis=0, dtype=dt)
     if step != 1:
         v = ctx.op("mul", v, ctx.scalar(step, v))
     if start != Dim.of(0):
-        if start.const is None:
-            raise ctx.error(f"a Range from the symbolic {start} is not supported (TCP cannot "
-                            f"use a dim as a value)")
-        v = ctx.op("add", v, ctx.scalar(start.const, v))
+        v = ctx.op("add", v, ctx.dim_value(start, v))
     return [v]
 
 
