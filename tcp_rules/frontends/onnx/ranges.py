@@ -65,6 +65,12 @@ def range_(ctx: Context) -> Sequence[Tensor]:
     return [v]
 
 
+def _positions(ctx: Context, rows: Dim, cols: Dim) -> tuple[Value, Value]:
+    """(i, j): each element's row and column index in a [rows, cols] grid, as i64."""
+    return (ctx.op("iota", shape=[rows, cols], axis=0, dtype=DType.I64),
+            ctx.op("iota", shape=[rows, cols], axis=1, dtype=DType.I64))
+
+
 @converts("CumSum")
 def cumsum(ctx: Context) -> Sequence[Tensor]:
     """y[.., j, ..] = the sum of x[.., i, ..] over the i that ``exclusive`` and ``reverse``
@@ -89,13 +95,6 @@ def cumsum(ctx: Context) -> Sequence[Tensor]:
                     dims=[*range(axis), *range(axis + 1, rank + 1)])
     terms = ctx.op("select", keep, spread, ctx.splat(0, spread, x.type.dtype))
     return [ctx.op("reduce_sum", terms, axes=[axis + 1], keepdims=False)]
-
-
-
-def _positions(ctx: Context, rows: Dim, cols: Dim) -> tuple[Value, Value]:
-    """(i, j): each element's row and column index in a [rows, cols] grid, as i64."""
-    return (ctx.op("iota", shape=[rows, cols], axis=0, dtype=DType.I64),
-            ctx.op("iota", shape=[rows, cols], axis=1, dtype=DType.I64))
 
 
 @converts("Trilu")
