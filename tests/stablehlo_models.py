@@ -98,7 +98,11 @@ def jax_functions() -> dict[str, Callable[..., Any]]:
                 jnp.argmax(jnp.where(x > 1.2, jnp.nan, x), 1),
                 jnp.argmax(r.astype(jnp.int32), 1))
 
+    def positions(x: Any) -> Any:  # a symbolic length's arange: dynamic_iota
+        return x + jnp.arange(x.shape[0], dtype=x.dtype)[:, None]
+
     return {"softmax": lambda x: jax.nn.softmax(x, axis=-1), "layernorm": layernorm,
+            "positions": positions,
             "stats": stats, "argmax": argmax,
             "mlp": lambda x, w, b: jax.nn.relu(x @ w + b),
             "gelu_tanh": lambda x: jax.nn.gelu(x, approximate=True),
@@ -117,12 +121,13 @@ MODELS: dict[str, tuple[Callable[..., Any], Shapes]] = {
     "movement": (_movement_np, [((4, 8), F32), ((5,), I32)]),
     "stats": (_stats_np, [((4, 8), F32)]),
     "argmax": (_argmax_np, [((6, 8), F32)]),
+    "positions": (lambda x: x + np.arange(x.shape[0])[:, None], [((6, 3), F32)]),
 }
 
 
 # shape-polymorphic lowerings (jax.export.symbolic_args_specs): model -> the shapes' specs
 SYMBOLIC: dict[str, list[str]] = {"softmax": ["b, 16"], "mlp": ["b, 8", "8, 16", "16"],
-                                  "layernorm": ["b, 16", "16", "16"]}
+                                  "layernorm": ["b, 16", "16", "16"], "positions": ["b, 3"]}
 
 
 def inputs(name: str, seed: int = 0) -> list[np.ndarray]:

@@ -4,21 +4,25 @@ JAX passes each symbolic dim as a ``tensor<i32>`` argument marked ``{jax.global_
 and builds shapes from it (``reshape``, ``concatenate``, ``multiply`` of such scalars and
 constants). Here those values are read back as dims: the argument is the symbol ``b`` (unified
 with the ``?`` dims of the tensors it sizes), a shape tensor is the list of its elements' dims,
-and ``dynamic_broadcast_in_dim`` / ``dynamic_reshape`` are ``broadcast`` / ``reshape`` to those
-dims. The argument stays a parameter of the function (an i32 scalar nothing reads)."""
+and ``dynamic_broadcast_in_dim`` / ``dynamic_reshape`` / ``dynamic_iota`` are ``broadcast`` /
+``reshape`` / ``iota`` to those dims. The argument stays a parameter of the function (an i32
+scalar nothing reads)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
 from tcp_rules.frontends import identifier
-from tcp_rules.frontends.mlir.attrs import error
+from tcp_rules.frontends.mlir.attrs import error, integer
 from tcp_rules.frontends.mlir.importer import FuncContext, Handler, Result
 from tcp_rules.frontends.mlir.stablehlo_movement import (
+    attribute,
     broadcast_in_dim,
     declared,
     declared_dims,
+    keyword,
     operands,
+    result_dtype,
 )
 from tcp_rules.frontends.mlir.syntax import Op, Str
 from tcp_rules.frontends.mlir.views import view
@@ -90,7 +94,30 @@ def _dynamic_reshape(ctx: FuncContext, op: Op) -> Sequence[Result]:
     return [ctx.apply("reshape", [x], {"shape": sizes}, op, declared(v))]
 
 
+def _dynamic_iota(ctx: FuncContext, op: Op) -> Sequence[Result]:
+    """``dynamic_iota %shape, dim = 0`` (``jnp.arange(x.shape[0])``): TCP's iota over the
+    shape's dims."""
+    v = view(op)
+    (shape,) = operands(ctx, v, 1)
+    sizes = shape_dims(ctx, shape, op)
+    want = declared_dims(v)
+    if len(sizes) != len(want):
+        raise error(f"{op.name}: the shape has {len(sizes)} dims, the result type "
+                    f"{len(want)}", op.span)
+    for s, w in zip(sizes, want, strict=True):
+        if w is not None:
+            ctx.unify(s, Dim.of(w))
+    entry = attribute(op, "iota_dimension")
+    axis = integer(entry.value if entry is not None else keyword(op, "dim") or [], op.span,
+                   "iota dim")
+    if not 0 <= axis < len(sizes):
+        raise error(f"{op.name}: dim {axis} is out of range for rank {len(sizes)}", op.span)
+    return [ctx.apply("iota", [], {"shape": sizes, "axis": axis, "dtype": result_dtype(v)},
+                      op, declared(v))]
+
+
 DYNAMIC: Mapping[str, Handler] = {
     "stablehlo.dynamic_broadcast_in_dim": _dynamic_broadcast_in_dim,
     "stablehlo.dynamic_reshape": _dynamic_reshape,
+    "stablehlo.dynamic_iota": _dynamic_iota,
 }
