@@ -25,7 +25,7 @@ from tcp_rules.frontends.mlir.stablehlo_movement import (
     result_dtype,
 )
 from tcp_rules.frontends.mlir.syntax import Op, Str
-from tcp_rules.frontends.mlir.views import view
+from tcp_rules.frontends.mlir.views import OpView, view
 from tcp_rules.ir import Apply, Param
 from tcp_rules.ir import Value as TValue
 from tcp_rules.types import DenseData, Dim, dims_product
@@ -75,9 +75,8 @@ def _dynamic_broadcast_in_dim(ctx: FuncContext, op: Op) -> Sequence[Result]:
     return [broadcast_in_dim(ctx, op, v, x, shape_dims(ctx, shape, op))]
 
 
-def _dynamic_reshape(ctx: FuncContext, op: Op) -> Sequence[Result]:
-    v = view(op)
-    x, shape = operands(ctx, v, 2)
+def _result_dims(ctx: FuncContext, op: Op, v: OpView, shape: TValue) -> list[Dim]:
+    """The dims of ``shape``, unified with the static ones of the declared result type."""
     sizes = shape_dims(ctx, shape, op)
     want = declared_dims(v)
     if len(sizes) != len(want):
@@ -86,6 +85,13 @@ def _dynamic_reshape(ctx: FuncContext, op: Op) -> Sequence[Result]:
     for s, w in zip(sizes, want, strict=True):
         if w is not None:
             ctx.unify(s, Dim.of(w))
+    return sizes
+
+
+def _dynamic_reshape(ctx: FuncContext, op: Op) -> Sequence[Result]:
+    v = view(op)
+    x, shape = operands(ctx, v, 2)
+    sizes = _result_dims(ctx, op, v, shape)
     have, get = dims_product(x.type.dims), dims_product(sizes)
     if have != get and len(have.terms) == len(get.terms) == 1:
         (m1, c1), (m2, c2) = have.terms[0], get.terms[0]
@@ -99,14 +105,7 @@ def _dynamic_iota(ctx: FuncContext, op: Op) -> Sequence[Result]:
     shape's dims."""
     v = view(op)
     (shape,) = operands(ctx, v, 1)
-    sizes = shape_dims(ctx, shape, op)
-    want = declared_dims(v)
-    if len(sizes) != len(want):
-        raise error(f"{op.name}: the shape has {len(sizes)} dims, the result type "
-                    f"{len(want)}", op.span)
-    for s, w in zip(sizes, want, strict=True):
-        if w is not None:
-            ctx.unify(s, Dim.of(w))
+    sizes = _result_dims(ctx, op, v, shape)
     entry = attribute(op, "iota_dimension")
     axis = integer(entry.value if entry is not None else keyword(op, "dim") or [], op.span,
                    "iota dim")
