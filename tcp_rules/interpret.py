@@ -99,19 +99,22 @@ def evaluate(func: Func, arrays: Sequence[np.ndarray],
             out_t = v.op.infer([TensorType.of(o.type.dtype, a.shape)
                                 for a, o in zip(args, v.operands, strict=True)], attrs)
         except ShapeError as e:
-            msg = e.message if e.message.startswith(v.op.name) else f"{v.op.name}: {e.message}"
-            raise _err(f"{msg} (with {_bindings(env)})", v.span) from None
+            raise _err(shape_message(v.op.name, e.message, env), v.span) from None
         if any(n < 0 for n in out_t.shape or ()):
-            raise _err(f"{v.op.name}: result type {out_t} has a negative dim (with "
-                       f"{_bindings(env)})", v.span)
+            raise _err(shape_message(v.op.name, f"result type {out_t} has a negative dim", env),
+                       v.span)
         with np.errstate(all="ignore"):
             out = v.op.reference(args, attrs, out_t)
         vals[id(v)] = _checked(v, out, out_t)
     return tuple(vals[id(r)] for r in func.results)
 
 
-def _bindings(env: Mapping[str, int]) -> str:
-    return ", ".join(f"{k}={n}" for k, n in sorted(env.items())) or "no symbols"
+def shape_message(op: str, message: str, env: Mapping[str, int]) -> str:
+    """A shape rule's refusal at run time, as every engine reports it: the op, the rule's
+    message and the sizes the symbols were bound to."""
+    msg = message if message.startswith(op) else f"{op}: {message}"
+    bound = ", ".join(f"{k}={n}" for k, n in sorted(env.items())) or "no symbols"
+    return f"{msg} (with {bound})"
 
 
 def _checked(v: Value, out: np.ndarray, t: TensorType) -> np.ndarray:

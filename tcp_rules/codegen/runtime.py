@@ -32,7 +32,7 @@ from tcp_rules.codegen.matmul import emit_matmul
 from tcp_rules.codegen.plan import Instance, Plan, PlanBuffer, Step, instantiate
 from tcp_rules.codegen.program import Layout, layout
 from tcp_rules.diagnostics import TcpError
-from tcp_rules.interpret import bind_symbols, concretize
+from tcp_rules.interpret import bind_symbols, concretize, shape_message
 from tcp_rules.ir import Apply, Func
 from tcp_rules.ops import ShapeError
 from tcp_rules.types import TensorType
@@ -300,10 +300,11 @@ def _check_shapes(func: Func, env: dict[str, int]) -> None:
         try:
             t = v.op.infer([types[id(o)] for o in v.operands], attrs)
         except ShapeError as e:
-            raise TcpError.at(f"{v.op.name}: {e.message}", v.span, stage="run") from None
+            raise TcpError.at(shape_message(v.op.name, e.message, env), v.span,
+                              stage="run") from None
         if t.shape is None or any(n < 0 for n in t.shape):
-            raise TcpError.at(f"{v.op.name}: result type {t} has a negative or unknown dim",
-                              v.span, stage="run")
+            raise TcpError.at(shape_message(v.op.name, f"result type {t} has a negative or "
+                                            f"unknown dim", env), v.span, stage="run")
         types[id(v)] = t
 
 
