@@ -35,7 +35,7 @@ from tcp_rules.codegen.irbase import I8, I64
 from tcp_rules.codegen.kernel import Affine, Kernel, Load, Reduce, walk
 from tcp_rules.codegen.scopes import Scopes, compute_scopes, index_vars
 from tcp_rules.codegen.stash import find_stash
-from tcp_rules.codegen.tiling import LINE
+from tcp_rules.codegen.tiling import whole_lines
 
 if TYPE_CHECKING:
     from tcp_rules.codegen.emit import KernelEmitter
@@ -96,7 +96,7 @@ def column_scratch(k: Kernel) -> int:
 
 
 def _array_bytes(ty: ir.Type) -> int:
-    return -(-COLUMN_BLOCK * type_bytes(ty) // LINE) * LINE
+    return whole_lines(COLUMN_BLOCK * type_bytes(ty))
 
 
 def chunk_columns(k: Kernel) -> int:

@@ -76,12 +76,12 @@ def worker_scratch(k: MatmulKernel, kk: int, n: int, target: jit.Target | None =
     second product (MatmulKernel.then) then the row pass's MC rows and the second product's
     own scratch (matmul.py lays these out the same way), and as much again for a third
     product (its ``then``) of the second's rows. With siblings, the largest product's."""
-    a = _lines(max(1, MC * kk if packs_a(k, target) else 1) * packed_item(k))
+    a = whole_lines(max(1, MC * kk if packs_a(k, target) else 1) * packed_item(k))
     if k.post is None:  # (siblings: one product at a time, each its block of A)
         a = max([a, *(worker_scratch(sib, kk, static_n(sib.n), target)[0]
                       for sib in k.siblings)])
         return a, a
-    rows = a + _lines(MC * n * product_dtype(k).itemsize)
+    rows = a + whole_lines(MC * n * product_dtype(k).itemsize)
     if k.then is None:
         return rows, a
     return rows + chained_scratch(k.then, n, target), a
@@ -92,7 +92,7 @@ def chained_scratch(t: MatmulKernel, kk: int, target: jit.Target | None = None) 
     rows and ``t``'s own scratch, then the same for its own ``then`` (their B are packed with
     ours, packed_b)."""
     assert isinstance(t.n, int)  # chain.py fuses only products of static N
-    own = _lines(MC * kk * t.buffers[0].dtype.itemsize) + worker_scratch(t, kk, t.n, target)[0]
+    own = whole_lines(MC * kk * t.buffers[0].dtype.itemsize) + worker_scratch(t, kk, t.n, target)[0]
     return own + (chained_scratch(t.then, t.n, target) if t.then is not None else 0)
 
 
@@ -130,7 +130,7 @@ def _packed(k: MatmulKernel, batch: int, kk: int, n: int, target: jit.Target | N
     """Bytes (whole cache lines) and panels of one product's B packed (packing.emit_pack)."""
     _, nr, _ = tile_shape(k.buffers[0].dtype, target)
     npan = batch * -(-n // nr)
-    return _lines((npan * kk * nr + npan) * packed_item(k)), npan
+    return whole_lines((npan * kk * nr + npan) * packed_item(k)), npan
 
 
 def packed_item(k: MatmulKernel) -> int:
@@ -145,7 +145,8 @@ def product_dtype(k: MatmulKernel) -> DType:
     return k.post.buffers[k.post_bufs.index(POST_ROWS)].dtype
 
 
-def _lines(nbytes: int) -> int:
+def whole_lines(nbytes: int) -> int:
+    """``nbytes`` rounded up to whole cache lines: where the next part of a scratch starts."""
     return -(-nbytes // LINE) * LINE
 
 
