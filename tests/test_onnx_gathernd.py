@@ -1,4 +1,5 @@
-"""ONNX GatherND imported as TCP's gather at linear indices, against onnxruntime."""
+"""ONNX GatherND imported as TCP's gather at linear indices, and Gather's wrapping of negative
+indices into symbolic axes, against onnxruntime."""
 
 from __future__ import annotations
 
@@ -156,3 +157,28 @@ def test_gathernd_run_time_indices_out_of_range_clamp_per_axis() -> None:
     for engine in ("reference", "compiled"):
         got = _run(model, {"data": data, "idx": idx}, engine)
         np.testing.assert_array_equal(got, want, err_msg=engine)
+
+
+@pytest.mark.parametrize("const", [False, True])
+def test_gather_wraps_negative_indices_into_a_symbolic_axis(const: bool) -> None:
+    """Gather wraps as GatherND does: the symbolic size as data (run-time indices, or constant
+    negative ones); refused before."""
+    idx = np.array([[0, -1], [-3, 2]], np.int64)
+    inputs = [helper.make_tensor_value_info("data", TensorProto.FLOAT, [2, "n"])]
+    inits = [numpy_helper.from_array(idx, "idx")] if const else []
+    if not const:
+        inputs.append(helper.make_tensor_value_info("idx", TensorProto.INT64, [2, 2]))
+    node = helper.make_node("Gather", ["data", "idx"], ["y"], axis=1)
+    graph = helper.make_graph(
+        [node], "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2, 2])],
+        inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    func = import_model(model).module.funcs[0]
+    for n in (3, 7):
+        data = np.random.default_rng(n).standard_normal((2, n)).astype(np.float32)
+        feeds = {"data": data} if const else {"data": data, "idx": idx}
+        (want,) = ort.InferenceSession(model.SerializeToString()).run(None, feeds)
+        args = [data] if const else [data, idx]
+        for engine in ("reference", "compiled"):
+            (got,) = run_func(func, args, engine)
+            np.testing.assert_array_equal(got, want, err_msg=f"{engine} n={n}")

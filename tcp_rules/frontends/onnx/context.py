@@ -249,6 +249,12 @@ class Context:
         n = self.op("reduce_sum", ones, axes=[0], keepdims=False)
         return self.op("broadcast", n, shape=list(like.type.dims), dims=[])
 
+    def wrapped(self, idx: Value, size: Dim) -> Value:
+        """Indices into an axis of ``size``, the negative ones counted from its end (ONNX's
+        Gather, GatherND, OneHot); a symbolic size as data (:meth:`dim_value`)."""
+        neg = self.op("lt", idx, self.scalar(0, idx))
+        return self.op("select", neg, self.op("add", idx, self.dim_value(size, idx)), idx)
+
     def splat(self, value: float | int | bool, like: Value, dtype: DType) -> Value:
         """A splat of ``value`` with the shape of ``like`` and element type ``dtype``."""
         return tb.make_splat(value, TensorType(dtype, like.type.dims))

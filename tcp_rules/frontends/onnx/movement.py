@@ -276,23 +276,16 @@ def gather(ctx: Context) -> Sequence[Tensor]:
     axis = normalize_axis(ctx, ctx.attr("axis", 0), x.type.rank)
     t = ctx.tensor(1)
     n = x.type.dims[axis]
-    if isinstance(t, np.ndarray):
+    if isinstance(t, np.ndarray) and (n.const is not None or not (t < 0).any()):
         if n.const is not None:
             bad = t[(t < -n.const) | (t >= n.const)]
             if bad.size:
                 raise ctx.error(f"index {int(bad.ravel()[0])} is out of range for an axis of "
                                 f"size {n}")
             t = np.where(t < 0, t + n.const, t)
-        elif (t < 0).any():
-            raise ctx.error(f"a negative index into the symbolic axis {n}")
         idx = ctx.as_value(t.astype(np.int64), "indices")
-    else:
-        idx = t
-        if n.const is None:
-            raise ctx.error(f"run-time indices into the symbolic axis {n} may be negative, "
-                            f"which TCP's gather cannot wrap")
-        neg = ctx.op("lt", idx, ctx.scalar(0, idx))
-        idx = ctx.op("select", neg, ctx.op("add", idx, ctx.scalar(n.const, idx)), idx)
+    else:  # run-time indices, or negative ones into a symbolic axis: wrapped in TCP ops
+        idx = ctx.wrapped(ctx.as_value(t, "indices"), n)
     return [ctx.op("gather", x, idx, axis=axis)]
 
 
@@ -362,14 +355,12 @@ def _linear_index(ctx: Context, idx: Value, sizes: Sequence[Dim], strides: Seque
         part = ctx.op("slice", idx, start=[0] * (q - 1) + [j], size=[*lead, Dim.of(1)],
                       stride=[1] * q)
         part = ctx.op("reshape", part, shape=list(lead))
-        n = ctx.dim_value(size, part)
-        part = ctx.op("select", ctx.op("lt", part, ctx.scalar(0, part)),
-                      ctx.op("add", part, n), part)
+        part = ctx.wrapped(part, size)
         # each index clamped into its own axis, as gather clamps: not into the next row
         if size.const is not None:
             part = ctx.op("clamp", part, min=0, max=size.const - 1)
         else:
-            last = ctx.op("sub", n, ctx.scalar(1, part))
+            last = ctx.op("sub", ctx.dim_value(size, part), ctx.scalar(1, part))
             part = ctx.op("max", ctx.op("min", part, last), ctx.scalar(0, part))
         if stride != Dim.of(1):
             part = ctx.op("mul", part, ctx.dim_value(stride, part))

@@ -185,9 +185,7 @@ def one_hot(ctx: Context) -> Sequence[Tensor]:
     rank = idx.type.rank + 1
     axis = normalize_axis(ctx, ctx.attr("axis", -1), rank)
     shape = [*idx.type.dims[:axis], Dim.of(n), *idx.type.dims[axis:]]
-    wrapped = ctx.op("select", ctx.op("lt", idx, ctx.scalar(0, idx)),
-                     ctx.op("add", idx, ctx.scalar(n, idx)), idx)
-    spread = ctx.op("broadcast", wrapped, shape=shape,
+    spread = ctx.op("broadcast", ctx.wrapped(idx, Dim.of(n)), shape=shape,
                     dims=[d for d in range(rank) if d != axis])
     hit = ctx.op("eq", spread, ctx.op("iota", shape=shape, axis=axis, dtype=DType.I64))
 
