@@ -67,6 +67,10 @@ from tcp_rules.codegen.irbase import (
 ULP_BOUNDS = {"exp": 1.5, "log": 1.0, "tanh": 1.5, "sigmoid": 3.0, "erf": 1.5, "atan": 1.6,
               "sin": 1.6, "cos": 1.6}
 
+# The masked AVX-512 intrinsics by vector width: their name's suffix, the mask's type and the
+# rounding argument the 512-bit ones take (4: the current mode).
+_AVX512_MASKED = {4: ("128", I8, ()), 8: ("256", I8, ()), 16: ("512", ir.IntType(16), (4,))}
+
 _LOG2E = 1.44269504088896341
 _LN2_HI, _LN2_LO = 0.693359375, -2.12194440e-4  # Cody-Waite split: n * hi is exact
 # exp(r) on |r| <= ln2/2 for exp and sigmoid: 1 + r (1 + r Q(r)), Q of degree 4 fitted in ulps
@@ -99,7 +103,8 @@ def scale_strategy(target: jit.Target | None = None) -> str:
 
 
 def exp(e: IR, x: ir.Value, how: str | None = None) -> ir.Value:
-    """e**x (f32 polynomial, 2**n applied by irbase's ``scale`` as ``how`` says; f64: mathf64).
+    """e**x (f32 polynomial, 2**n applied as ``how`` says: "ldexp", see _exp_ldexp, or
+    "split", irbase's ``scale`` in two steps; f64: mathf64).
 
     Inside a loop that the kernel emitter can run again (``e.exp_guard`` set) and without
     vscalefps, the fast path instead (:func:`exp_fast`), which records the largest |x| in the
@@ -114,6 +119,10 @@ def exp(e: IR, x: ir.Value, how: str | None = None) -> ir.Value:
             bits = e.intrinsic("vector.reduce.umax", [bits], ret=I32)
         b.store(e.intrinsic("umax", [b.load(e.exp_guard), bits]), e.exp_guard)
         return exp_fast(e, x)
+    if how == "ldexp":
+        # Vectors take vscalefps on n as a float where the target has it for every width.
+        scalef = log_strategy() == "avx512"
+        return widened(e, "expf", x, _exp_ldexp) if scalef else _exp_ldexp(e, x)
     c = lambda v: e.const(x.type, v)  # noqa: E731
     # Beyond these bounds the result is inf or rounds to 0; clamping keeps n in range. The
     # clamps keep NaN, and every step after them propagates it. Below -104 the result is +0:
@@ -122,9 +131,36 @@ def exp(e: IR, x: ir.Value, how: str | None = None) -> ir.Value:
     xc = e.fsel(">", x, c(89.0), c(89.0), x)
     xc = e.fsel("<", xc, c(-104.0), c(0.0), xc)
     k, r = _exp_reduce(e, xc)
-    it = _ints(e, x)
-    n = e.b.sub(e.b.bitcast(k, it), e.b.bitcast(c(ROUND_SHIFT), it))
-    return e.fsel("<", x, c(-104.0), c(0.0), scale(e, e.poly(r, _EXP6), n, how))
+    return e.fsel("<", x, c(-104.0), c(0.0), scale(e, e.poly(r, _EXP6), _exp_n(e, k), "split"))
+
+
+def _exp_n(e: IR, k: ir.Value) -> ir.Value:
+    """n as an integer from _exp_reduce's k."""
+    it = _ints(e, k)
+    return e.b.sub(e.b.bitcast(k, it), e.b.bitcast(e.const(k.type, ROUND_SHIFT), it))
+
+
+def _exp_ldexp(e: IR, x: ir.Value) -> ir.Value:
+    """exp with 2**n applied by ldexp, which rounds p * 2**n to 0 below the denormals itself:
+    one clamp each side (vminps, vmaxps) and no select of 0 at the end, the same bits as the
+    split scaling's. A vector of 4, 8 or 16 takes vscalefps on n as a float (k - ROUND_SHIFT,
+    which the reduction computes anyway): llvm.ldexp would convert n to an integer and back.
+    Each saved instruction counts: a softmax row is compute-bound on one core, and these four
+    (a clamp's compare and select, the conversions, the final select) made it 9% faster (Zen 4,
+    rows in L2)."""
+    c = lambda v: e.const(x.type, v)  # noqa: E731
+    # exp(-150) is far below half the least denormal; n then stays within scale's range.
+    xc = e.fsel(">", x, c(89.0), c(89.0), x)
+    xc = e.fsel("<", xc, c(-150.0), c(-150.0), xc)
+    k, r = _exp_reduce(e, xc)
+    p = e.poly(r, _EXP6)
+    width = _AVX512_MASKED.get(getattr(x.type, "count", 0))
+    if width is None or log_strategy() != "avx512":
+        return scale(e, p, _exp_n(e, k), "ldexp")
+    name, mask_ty, rounding = width
+    return e.intrinsic(f"x86.avx512.mask.scalef.ps.{name}",
+                       [p, e.b.fsub(k, c(ROUND_SHIFT)), c(0.0), ir.Constant(mask_ty, -1),
+                        *[ir.Constant(I32, v) for v in rounding]], tys=[])
 
 
 # Up to this |x|, n = round(x / ln2) is within [-125, 125] and p in [0.7, 1.42], so p * 2**n
@@ -172,16 +208,13 @@ def _log_split_bits(e: IR, x: ir.Value) -> tuple[ir.Value, ir.Value]:
     return n, b.fsub(b.bitcast(b.add(b.and_(u, ci(0x007FFFFF)), ci(_LOG_OFF)), ty), c(1.0))
 
 
-_GETMANT = {4: ("128", I8, ()), 8: ("256", I8, ()), 16: ("512", ir.IntType(16), (4,))}
-
-
 def _log_split_avx512(e: IR, x: ir.Value) -> tuple[ir.Value, ir.Value]:
     """_log_split_bits's (n, f) from vgetexpps and vgetmantps (denormals included); also
     n = -inf for +-0 (f = 0 for +0, f = -2 for -0), n = inf and f = 0 for inf, f = NaN for
     negative x and NaN."""
     b, ty = e.b, x.type
     c = lambda v: e.const(ty, v)  # noqa: E731
-    width, mask_ty, rounding = _GETMANT[ty.count]
+    width, mask_ty, rounding = _AVX512_MASKED[ty.count]
     ones, cur = ir.Constant(mask_ty, -1), [ir.Constant(I32, r) for r in rounding]
     # Mantissa in [1, 2), NaN for a negative sign (imm 8); halved from 4/3 on, as the bits split.
     m = e.intrinsic(f"x86.avx512.mask.getmant.ps.{width}",
@@ -218,7 +251,7 @@ def log(e: IR, x: ir.Value) -> ir.Value:
         return mathf64.log(e, x)
     if log_strategy() != "avx512":
         return _log(e, x, "bits")
-    vector = lambda v: getattr(v.type, "count", 0) in _GETMANT  # noqa: E731
+    vector = lambda v: getattr(v.type, "count", 0) in _AVX512_MASKED  # noqa: E731
     return widened(e, "logf", x, lambda fe, v: _log(fe, v, "avx512" if vector(v) else "bits"))
 
 
