@@ -2,7 +2,8 @@
 batch and sequence bound, against onnxruntime: GPT-2 (its causal mask is a GatherND), Llama
 (grouped-query attention, rotary embeddings, RMSNorm), a T5 encoder (relative position
 buckets folded at import), RoBERTa and OPT (positions counted by a CumSum over the ids or the
-mask) and BERT; and all six with both dims left symbolic."""
+mask) and BERT; and all six with both dims left symbolic. Llama and BERT also exported at opset
+23, where attention is ONNX's Attention op."""
 
 from __future__ import annotations
 
@@ -86,6 +87,33 @@ def test_hf_exports_with_symbolic_batch_and_sequence(name: str) -> None:
         args = [feeds.get(p.param, imported.weights.get(p.param)) for p in func.params]
         (got,) = run_func(func, args, "compiled")
         _assert_close(got, *_results(name, feeds), f"{name} {batch}x{seq}")
+
+
+@pytest.mark.parametrize("engine", ["compiled", "optimized"])
+@pytest.mark.parametrize("name", ["llama", "bert"])
+def test_opset23_exports_match_their_opset18_twins(name: str, engine: str) -> None:
+    """The same models exported at opset 23, where attention is one Attention op (Llama's with
+    grouped-query heads and a boolean causal-and-padding mask, BERT's with its padding mask)
+    and Llama's rotary embeddings a RotaryEmbedding, imported with batch and sequence symbolic,
+    against onnxruntime running the opset-18 export of the same weights: its RotaryEmbedding
+    refuses a batch of more than one here. The reference distance is ONNX's evaluator's on the
+    opset-23 file."""
+    path = DATA / f"{name}_opset23.onnx"
+    ops = {n.op_type for n in onnx.load(str(path)).graph.node}
+    assert "Attention" in ops and (name != "llama" or "RotaryEmbedding" in ops)
+    imported = import_onnx(path)
+    func = imported.module.funcs[0]
+    assert [str(d) for d in func.params[0].type.dims] == ["batch", "seq"]
+    if engine == "optimized":
+        func = optimize_func(func, load_standard_library().rules, OptOptions()).func
+    for batch, seq in ((1, 4), (3, 19)):
+        feeds = _feeds(batch, seq)
+        (want,) = ort.InferenceSession(str(DATA / f"{name}.onnx")).run(None, feeds)
+        (other,) = ReferenceEvaluator(str(path)).run(None, feeds)
+        args = [feeds.get(p.param, imported.weights.get(p.param)) for p in func.params]
+        (got,) = run_func(func, args, "compiled")
+        theirs = float(np.max(np.abs(other.astype(np.float64) - want)))
+        _assert_close(got, want, theirs, f"{name} opset 23 {engine} {batch}x{seq}")
 
 
 def test_bert_longer_than_its_position_buffer() -> None:

@@ -7,6 +7,7 @@ themselves by ONNX op type when their modules are imported below.
 from __future__ import annotations
 
 from tcp_rules.frontends.onnx import (  # noqa: F401 (registers)
+    attention,
     composite,
     elementwise,
     movement,

@@ -2,7 +2,8 @@
 Llama (grouped-query attention, rotary embeddings, RMSNorm, SiLU), T5-encoder, BERT, RoBERTa
 and OPT models (the last two count positions with a CumSum) from transformers 4.57.6, exported
 by torch 2.14.1's dynamo exporter (onnxscript 0.7.2) with a symbolic batch and sequence;
-inputs: token ids and an attention mask. Not run by the tests: run it by hand in an
+inputs: token ids and an attention mask. Llama and BERT also at opset 23, where attention is one
+Attention op. Not run by the tests: run it by hand in an
 environment with torch and transformers, from this folder."""
 
 import onnx
@@ -46,15 +47,28 @@ class Hidden(torch.nn.Module):
 ids = torch.randint(0, 64, (2, 8))
 mask = torch.ones(2, 8, dtype=torch.int64)
 batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq", max=32)
-for name, model in models.items():
+
+
+def export(name: str, model: torch.nn.Module, opset: int | None = None) -> None:
+    path = f"{name}.onnx" if opset is None else f"{name}_opset{opset}.onnx"
     program = torch.onnx.export(Hidden(model.eval()), (ids, mask), dynamo=True,
-                                input_names=["ids", "mask"], output_names=["hidden"],
+                                opset_version=opset, input_names=["ids", "mask"],
+                                output_names=["hidden"],
                                 dynamic_shapes={"ids": {0: batch, 1: seq},
                                                 "mask": {0: batch, 1: seq}})
-    program.save(f"{name}.onnx")
-    saved = onnx.load(f"{name}.onnx")
+    program.save(path)
+    saved = onnx.load(path)
     for node in saved.graph.node:  # the exporter's stack traces: most of the file
         del node.metadata_props[:]
         node.doc_string = ""
-    onnx.save(saved, f"{name}.onnx")
+    onnx.save(saved, path)
+
+
+for name, model in models.items():
+    export(name, model)
+# Opset 23: scaled_dot_product_attention as ONNX's Attention op (Llama: grouped-query heads, the
+# causal and padding mask as a boolean attn_mask, rotary embeddings as RotaryEmbedding; BERT:
+# the padding mask only).
+for name in ("llama", "bert"):
+    export(name, models[name], 23)
 print("ok")
