@@ -41,7 +41,8 @@ ROUNDED_PER_NODE = frozenset({
     "test_attention_4d_attn_mask_causal_bf16_expanded", "test_attention_4d_causal_fp16_expanded",
     "test_attention_4d_causal_bf16", "test_attention_3d_causal_bf16",
     "test_attention_4d_attn_mask_causal_bf16", "test_attention_4d_padded_kv_bf16",
-    "test_attention_4d_causal_padded_kv_bf16",
+    "test_attention_4d_causal_padded_kv_bf16", "test_attention_4d_padded_kv_bf16_expanded",
+    "test_attention_4d_causal_padded_kv_bf16_expanded",
 })
 FULL = os.environ.get("TCPR_CONFORMANCE") == "all"
 SAMPLE = {"reference": 1, "compiled": 1 if FULL else 3, "optimized": 1 if FULL else 12}

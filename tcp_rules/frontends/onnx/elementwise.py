@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from tcp_rules.frontends.onnx.context import Context, Tensor, converts, onnx_dtype
 from tcp_rules.ir import Value
 from tcp_rules.types import DType
@@ -83,7 +85,13 @@ def cast(ctx: Context) -> Sequence[Tensor]:
 
 @converts("CastLike")
 def cast_like(ctx: Context) -> Sequence[Tensor]:
-    return [ctx.cast(ctx.value(0), ctx.value(1).type.dtype)]
+    """Input 0 in input 1's type. A constant stays a constant: only input 1's type is read, so
+    a constant cast like a run-time tensor (ONNX's functions cast -inf like the scores) can
+    still be a shape argument or Pad's constant_value."""
+    x, like = ctx.tensor(0), ctx.value(1)
+    if isinstance(x, np.ndarray) and x.dtype != object:
+        return [x.astype(like.type.dtype.np_dtype)]
+    return [ctx.cast(ctx.value(0), like.type.dtype)]
 
 
 @converts("Identity", "Dropout")
