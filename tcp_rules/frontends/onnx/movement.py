@@ -1,5 +1,5 @@
 """ONNX shape and data-movement ops: Shape, Size, Reshape, Flatten, (Un)Squeeze, Transpose,
-Expand, Tile, Slice, Concat, Split, Gather, GatherND, ConstantOfShape.
+Expand, Tile, Slice, Concat, Split, ConstantOfShape, Pad (the gathers: gathers.py).
 
 Shape arguments must be known at import time (TCP shapes are static or symbolic); a shape that
 depends on symbolic dims flows through as an object array of dims (see folding.py).
@@ -22,13 +22,13 @@ from tcp_rules.types import Dim, DType, TensorType, dims_product
 _MAX = 1 << 62  # ONNX writes "to the end" as INT64_MAX (or close to it)
 
 
-def _shape_of(t: Tensor) -> list[Dim]:
+def shape_of(t: Tensor) -> list[Dim]:
     if isinstance(t, np.ndarray):
         return [Dim.of(n) for n in t.shape]
     return list(t.type.dims)
 
 
-def _reshape_any(ctx: Context, t: Tensor, dims: Sequence[Dim]) -> Tensor:
+def reshape_any(ctx: Context, t: Tensor, dims: Sequence[Dim]) -> Tensor:
     """Reshape a value, or a constant without materializing it."""
     if isinstance(t, np.ndarray):
         shape = [d.const for d in dims]
@@ -44,7 +44,7 @@ def _reshape_any(ctx: Context, t: Tensor, dims: Sequence[Dim]) -> Tensor:
 
 @converts("Shape")
 def shape(ctx: Context) -> Sequence[Tensor]:
-    dims = _shape_of(ctx.tensor(0))
+    dims = shape_of(ctx.tensor(0))
     rank = len(dims)
     start = ctx.attr("start", 0)
     end = ctx.attr("end", rank)
@@ -55,7 +55,7 @@ def shape(ctx: Context) -> Sequence[Tensor]:
 
 @converts("Size")
 def size(ctx: Context) -> Sequence[Tensor]:
-    n = dims_product(_shape_of(ctx.tensor(0)))
+    n = dims_product(shape_of(ctx.tensor(0)))
     v = shape_value([n])
     return [v.reshape(())]
 
@@ -63,7 +63,7 @@ def size(ctx: Context) -> Sequence[Tensor]:
 @converts("Reshape")
 def reshape(ctx: Context) -> Sequence[Tensor]:
     t = ctx.tensor(0)
-    old = _shape_of(t)
+    old = shape_of(t)
     want = ctx.dims(1, "the target shape") if ctx.opset >= 5 else \
         [Dim.of(d) for d in ctx.attr("shape")]
     allow_zero = ctx.attr("allowzero", 0)
@@ -86,18 +86,18 @@ def reshape(ctx: Context) -> Sequence[Tensor]:
             raise ctx.error(f"cannot infer the -1 entry: {dims_product(old)} elements do not "
                             f"divide by {known}")
         dims[dims.index(None)] = inferred
-    return [_reshape_any(ctx, t, [d for d in dims if d is not None])]
+    return [reshape_any(ctx, t, [d for d in dims if d is not None])]
 
 
 @converts("Flatten")
 def flatten(ctx: Context) -> Sequence[Tensor]:
     t = ctx.tensor(0)
-    old = _shape_of(t)
+    old = shape_of(t)
     axis = ctx.attr("axis", 1)
     axis = axis + len(old) if axis < 0 else axis
     if not 0 <= axis <= len(old):
         raise ctx.error(f"axis {ctx.attr('axis', 1)} is out of range for rank {len(old)}")
-    return [_reshape_any(ctx, t, [dims_product(old[:axis]), dims_product(old[axis:])])]
+    return [reshape_any(ctx, t, [dims_product(old[:axis]), dims_product(old[axis:])])]
 
 
 def _axes(ctx: Context, i: int, rank: int) -> list[int] | None:
@@ -117,27 +117,27 @@ def _axes(ctx: Context, i: int, rank: int) -> list[int] | None:
 @converts("Squeeze")
 def squeeze(ctx: Context) -> Sequence[Tensor]:
     t = ctx.tensor(0)
-    old = _shape_of(t)
+    old = shape_of(t)
     axes = _axes(ctx, 1, len(old))
     if axes is None:
         axes = [i for i, d in enumerate(old) if d.const == 1]
     for a in axes:
         if old[a].const != 1:
             raise ctx.error(f"cannot squeeze axis {a} of size {old[a]}")
-    return [_reshape_any(ctx, t, [d for i, d in enumerate(old) if i not in axes])]
+    return [reshape_any(ctx, t, [d for i, d in enumerate(old) if i not in axes])]
 
 
 @converts("Unsqueeze")
 def unsqueeze(ctx: Context) -> Sequence[Tensor]:
     t = ctx.tensor(0)
-    old = _shape_of(t)
+    old = shape_of(t)
     axes = _axes(ctx, 1, len(old) + (len(ctx.ints(1, "axes")) if ctx.has(1)
                                       else len(ctx.attr("axes", []))))
     if axes is None:
         raise ctx.error("Unsqueeze needs axes")
     rest = iter(old)
     dims = [Dim.of(1) if i in axes else next(rest) for i in range(len(old) + len(axes))]
-    return [_reshape_any(ctx, t, dims)]
+    return [reshape_any(ctx, t, dims)]
 
 
 @converts("Transpose")
@@ -268,105 +268,6 @@ def slice_(ctx: Context) -> Sequence[Tensor]:
         v = ctx.op("gather", v, ctx.as_value(np.array(order, dtype=np.int64), "slice_indices"),
                    axis=axis)
     return [v]
-
-
-@converts("Gather")
-def gather(ctx: Context) -> Sequence[Tensor]:
-    x = ctx.value(0)
-    axis = normalize_axis(ctx, ctx.attr("axis", 0), x.type.rank)
-    t = ctx.tensor(1)
-    n = x.type.dims[axis]
-    if isinstance(t, np.ndarray) and (n.const is not None or not (t < 0).any()):
-        if n.const is not None:
-            bad = t[(t < -n.const) | (t >= n.const)]
-            if bad.size:
-                raise ctx.error(f"index {int(bad.ravel()[0])} is out of range for an axis of "
-                                f"size {n}")
-            t = np.where(t < 0, t + n.const, t)
-        idx = ctx.as_value(t.astype(np.int64), "indices")
-    else:  # run-time indices, or negative ones into a symbolic axis: wrapped in TCP ops
-        idx = ctx.wrapped(ctx.as_value(t, "indices"), n)
-    return [ctx.op("gather", x, idx, axis=axis)]
-
-
-@converts("GatherND")
-def gather_nd(ctx: Context) -> Sequence[Tensor]:
-    """data[batch..., i_0, ..., i_{k-1}, ...] for each k-tuple of ``indices``: the batch and
-    indexed axes of ``data`` flattened into one, read by TCP's gather at the linear index
-    (batch * P + sum_j i_j * stride_j, P the indexed axes' product). Constant indices into
-    static axes become linear indices at import; otherwise they are summed in TCP ops, each
-    wrapped if negative and clamped into its axis (TCP's gather clamps where ONNX leaves
-    out-of-range undefined), symbolic sizes and strides computed as data (Context.dim_value)."""
-    x = ctx.value(0)
-    t = ctx.tensor(1)
-    if isinstance(t, np.ndarray) and t.dtype == object:  # a shape used as indices
-        t = ctx.as_value(t, "indices")
-    b = ctx.attr("batch_dims", 0)
-    q = t.ndim if isinstance(t, np.ndarray) else t.type.rank
-    lead = _shape_of(t)
-    k = lead[-1].const if q else None
-    if not q or k is None or not 1 <= k <= x.type.rank - b or not 0 <= b < q:
-        raise ctx.error(f"GatherND with batch_dims={b} needs indices of rank above {b} whose "
-                        f"last axis is static and at most {x.type.rank - b}, got "
-                        f"[{', '.join(str(d) for d in lead)}]")
-    dims = list(x.type.dims)
-    batch, indexed, rest = dims[:b], dims[b:b + k], dims[b + k:]
-    strides = [dims_product(indexed[j + 1:]) for j in range(k)]
-    out_lead = lead[:-1]
-    # the batch position of each index tuple: a constant over the indices' leading axes
-    offsets = None
-    if b:
-        if any(d.const is None for d in out_lead):
-            raise ctx.error("GatherND with batch_dims needs the indices' leading axes static")
-        shape = [int(d.const) for d in out_lead]  # type: ignore[arg-type]
-        pos = np.arange(math.prod(shape[:b]), dtype=np.int64)
-        offsets = np.broadcast_to(pos.reshape(shape[:b] + [1] * (len(shape) - b)), shape)
-    static = all(d.const is not None for d in indexed)
-    if isinstance(t, np.ndarray) and static:
-        sizes = np.array([d.const for d in indexed], np.int64)
-        idx = t.astype(np.int64)
-        bad = (idx < -sizes) | (idx >= sizes)
-        if bad.any():
-            where = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise ctx.error(f"index {int(idx[where])} at {list(where)} is out of range for an "
-                            f"axis of size {sizes[where[-1]]}")
-        idx = np.where(idx < 0, idx + sizes, idx)
-        lin = (idx * np.array([s.const for s in strides], np.int64)).sum(axis=-1)
-        if offsets is not None:
-            lin = lin + offsets * int(sizes.prod())
-        linear: Value = ctx.as_value(np.array(lin, np.int64), "indices")  # 0-d stays 0-d
-    else:
-        linear = _linear_index(ctx, ctx.cast(ctx.as_value(t, "indices"), DType.I64), indexed,
-                               strides, out_lead)
-        if offsets is not None:
-            at = ctx.as_value(np.array(offsets), "batch_offsets")
-            linear = ctx.op("add", linear,
-                            ctx.op("mul", at, ctx.dim_value(dims_product(indexed), at)))
-    flat = _reshape_any(ctx, x, [dims_product(batch + indexed), *rest])
-    return [ctx.op("gather", ctx.as_value(flat), linear, axis=0)]
-
-
-def _linear_index(ctx: Context, idx: Value, sizes: Sequence[Dim], strides: Sequence[Dim],
-                  lead: Sequence[Dim]) -> Value:
-    """sum_j clamp(wrap(idx[..., j])) * stride_j over the last axis of ``idx``, in TCP ops."""
-    q = idx.type.rank
-    total: Value | None = None
-    for j, (size, stride) in enumerate(zip(sizes, strides, strict=True)):
-        part = ctx.op("slice", idx, start=[0] * (q - 1) + [j], size=[*lead, Dim.of(1)],
-                      stride=[1] * q)
-        part = ctx.op("reshape", part, shape=list(lead))
-        part = ctx.wrapped(part, size)
-        # each index clamped into its own axis, as gather clamps: not into the next row
-        if size.const is not None:
-            part = ctx.op("clamp", part, min=0, max=size.const - 1)
-        else:
-            last = ctx.op("sub", ctx.dim_value(size, part), ctx.scalar(1, part))
-            part = ctx.op("max", ctx.op("min", part, last), ctx.scalar(0, part))
-        if stride != Dim.of(1):
-            part = ctx.op("mul", part, ctx.dim_value(stride, part))
-        total = part if total is None else ctx.op("add", total, part)
-    assert total is not None
-    return total
 
 
 @converts("ConstantOfShape")
