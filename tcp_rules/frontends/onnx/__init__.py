@@ -9,9 +9,11 @@ from __future__ import annotations
 from tcp_rules.frontends.onnx import (  # noqa: F401 (registers)
     attention,
     composite,
+    conv,
     elementwise,
     gathers,
     movement,
+    pools,
     ranges,
 )
 from tcp_rules.frontends.onnx.context import CONVERTERS, INLINE_LIMIT, NeedsConstant
