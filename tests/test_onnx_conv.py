@@ -97,7 +97,7 @@ def _cases(draw: st.DrawFn) -> tuple[onnx.ModelProto, np.ndarray, str]:
     return _model(list(x.shape), w, b, attrs), x, str(attrs)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_cases())
 def test_conv_matches_onnxruntime(case: tuple[onnx.ModelProto, np.ndarray, str]) -> None:
     model, x, what = case

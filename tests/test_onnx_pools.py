@@ -84,7 +84,7 @@ def _cases(draw: st.DrawFn) -> tuple[str, np.ndarray, dict[str, Any]]:
     return op, x, attrs
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_cases())
 def test_pools_match_onnxruntime(case: tuple[str, np.ndarray, dict[str, Any]]) -> None:
     """MaxPool bit for bit; AveragePool within 2 E of the peer (tests/numerics.py)."""

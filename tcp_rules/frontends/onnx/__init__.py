@@ -12,6 +12,7 @@ from tcp_rules.frontends.onnx import (  # noqa: F401 (registers)
     conv,
     elementwise,
     gathers,
+    losses,
     movement,
     pools,
     ranges,
