@@ -122,14 +122,16 @@ def test_conv_with_a_symbolic_batch() -> None:
     rng = np.random.default_rng(5)
     w = rng.standard_normal((6, 3, 3, 3)).astype(np.float32)
     model = _model(["batch", 3, 8, 8], w, None, {"pads": [1, 1, 1, 1], "strides": [2, 2]})
-    func = import_model(model).module.funcs[0]
+    imported = import_model(model)
+    func = imported.module.funcs[0]
     assert str(func.params[0].type.dims[0]) == "batch"
     for batch in (1, 4):
         x = rng.standard_normal((batch, 3, 8, 8)).astype(np.float32)
         static = _model(list(x.shape), w, None, {"pads": [1, 1, 1, 1], "strides": [2, 2]})
         (want,) = ort.InferenceSession(static.SerializeToString()).run(None, {"x": x})
-        (got,) = run_func(func, [x if p.param == "x" else w for p in func.params], "compiled")
-        _, (bound,) = error_bounds(func, [x if p.param == "x" else w for p in func.params])
+        args = [x if p.param == "x" else imported.weights[p.param] for p in func.params]
+        (got,) = run_func(func, args, "compiled")
+        _, (bound,) = error_bounds(func, args)
         assert_within(got, want, 2 * bound, f"batch {batch}")
 
 

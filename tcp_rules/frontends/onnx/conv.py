@@ -1,15 +1,17 @@
 """ONNX's Conv (1-D, 2-D, 3-D; groups, strides, dilations, explicit or automatic padding) as
-one matmul per group over an im2col matrix: the padded input's strided slices, one per kernel
-position, stacked beside its channels, times the kernel reshaped to [C * K, M]. Every step is
-a TCP op (pad, slice, concat, reshape, transpose, matmul), so the rules see them; the channels
-and the spatial sizes must be static, the batch may be symbolic.
+matmuls over an im2col matrix: per image and group, the kernel [M / G, Cg * K] times the
+windows [Cg * K, P] of the padded input (one gather at a constant table of positions), the
+product already in the output's layout. Every step is a TCP op (pad, gather, reshape,
+broadcast, matmul), so the rules see them; the channels and the spatial sizes must be static,
+the batch may be symbolic.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
+
+import numpy as np
 
 from tcp_rules.frontends.onnx.composite import matmul_values
 from tcp_rules.frontends.onnx.context import Context, Tensor, converts
@@ -72,22 +74,26 @@ def window_layout(ctx: Context, sizes: Sequence[int], window: Sequence[int],
 def windows(ctx: Context, x: Value, window: Sequence[int], strides: Sequence[int],
             dilations: Sequence[int], fill: float, ceil: bool = False
             ) -> tuple[Value, list[int]]:
-    """[N, C, *out, K]: for each output position, the K = prod(window) input elements under the
-    window (row-major over its positions), the input padded with ``fill``; and ``out``."""
-    n = len(window)
+    """[N, C, K, P]: for each of the P output positions (row-major over ``out``), the K =
+    prod(window) input elements under its window (row-major over the window), the input padded
+    with ``fill``; and ``out``. One gather of the padded image, flattened, at a constant table
+    of positions: a kernel, where a slice per window position and their concatenation were
+    2 K kernels."""
     sizes = static_dims(ctx, x.type.dims[2:], "the spatial sizes")
     begin, end, out = window_layout(ctx, sizes, window, strides, dilations, ceil)
     if any(begin) or any(end):
         x = ctx.op("pad", x, low=[0, 0, *begin], high=[0, 0, *end], mode="constant",
                    value=fill)
-    shape = [*x.type.dims[:2], *map(Dim.of, out)]
-    parts = []
-    for at in itertools.product(*(range(k) for k in window)):
-        part = ctx.op("slice", x, start=[0, 0, *(a * d for a, d in zip(at, dilations,
-                                                                      strict=True))],
-                      size=shape, stride=[1, 1, *strides])
-        parts.append(ctx.op("reshape", part, shape=[*shape, Dim.of(1)]))
-    cols = parts[0] if len(parts) == 1 else ctx.op("concat", *parts, axis=n + 2)
+    padded = [s + b + e for s, b, e in zip(sizes, begin, end, strict=True)]
+    # position of window element k at output p: sum_i (p_i * stride_i + k_i * dilation_i)
+    # times the padded image's stride along spatial axis i
+    at_k, at_p = np.indices(window).reshape(len(window), -1), np.indices(out).reshape(len(out), -1)
+    flat = sum((at_p[i][None, :] * strides[i] + at_k[i][:, None] * dilations[i])
+               * math.prod(padded[i + 1:]) for i in range(len(window)))
+    index = np.asarray(flat, np.int32 if math.prod(padded) < 2**31 else np.int64)
+    lead = list(x.type.dims[:2])
+    image = ctx.op("reshape", x, shape=[*lead, Dim.of(math.prod(padded))])
+    cols = ctx.op("gather", image, ctx.as_value(index, "window_positions"), axis=2)
     return cols, out
 
 
@@ -121,21 +127,12 @@ def conv(ctx: Context) -> Sequence[Tensor]:
     cols, out = windows(ctx, x, kernel, strides, dilations, 0.0)
     batch = x.type.dims[0]
     k, p, mg = math.prod(kernel), math.prod(out), m // groups
-    # rows: (n, output position); columns: (channel within the group, kernel position)
-    cols = ctx.op("reshape", cols, shape=[batch, Dim.of(groups), Dim.of(cg), Dim.of(p),
-                                          Dim.of(k)])
-    cols = ctx.op("transpose", cols, perm=[1, 0, 3, 2, 4])
-    cols = ctx.op("reshape", cols, shape=[Dim.of(groups), batch * p, Dim.of(cg * k)])
-    wm = ctx.op("transpose", ctx.op("reshape", w, shape=[groups, mg, cg * k]), perm=[0, 2, 1])
-    if groups == 1:
-        y = matmul_values(ctx, ctx.op("reshape", cols, shape=[batch * p, Dim.of(cg * k)]),
-                          ctx.op("reshape", wm, shape=[cg * k, mg]))
-        y = ctx.op("reshape", y, shape=[batch, Dim.of(p), Dim.of(m)])
-        y = ctx.op("transpose", y, perm=[0, 2, 1])
-    else:
-        y = matmul_values(ctx, cols, wm)  # [groups, N * P, M / groups]
-        y = ctx.op("reshape", y, shape=[Dim.of(groups), batch, Dim.of(p), Dim.of(mg)])
-        y = ctx.op("transpose", y, perm=[1, 0, 3, 2])
+    # per image and group: W [M/G, Cg * K] @ cols [Cg * K, P], the output already NC(HW)
+    cols = ctx.op("reshape", cols, shape=[batch, Dim.of(groups), Dim.of(cg * k), Dim.of(p)])
+    wm = ctx.op("reshape", w, shape=[groups, mg, cg * k])
+    y = matmul_values(ctx, ctx.op("broadcast", wm, shape=[batch, *map(Dim.of, (groups, mg,
+                                                                            cg * k))],
+                                  dims=[1, 2, 3]), cols)
     y = ctx.op("reshape", y, shape=[batch, Dim.of(m), *map(Dim.of, out)])
     if ctx.has(2):
         b = ctx.cast(ctx.widen(ctx.value(2)), y.type.dtype)

@@ -1,6 +1,6 @@
 """ONNX's pooling: MaxPool and AveragePool (1-D to 3-D; strides, dilations, explicit or
 automatic padding, ceil_mode, count_include_pad), GlobalAveragePool and GlobalMaxPool. The
-windows are conv.py's: the padded input's strided slices stacked on a last axis, reduced by a
+windows are conv.py's: a gather of the padded input at each window's positions, reduced by a
 max or a sum. An average divides by each window's count of pixels, a constant computed at
 import (the spatial sizes are static).
 """
@@ -22,6 +22,8 @@ from tcp_rules.frontends.onnx.conv import (
     window_layout,
     windows,
 )
+from tcp_rules.ir import Value
+from tcp_rules.types import Dim
 
 
 def _window(ctx: Context, rank: int) -> tuple[list[int], list[int], list[int], bool]:
@@ -46,8 +48,8 @@ def max_pool(ctx: Context) -> Sequence[Tensor]:
     x = ctx.value(0)
     kernel, strides, dilations, ceil = _window(ctx, x.type.rank)
     fill = -math.inf if x.type.dtype.is_float else int(np.iinfo(x.type.dtype.np_dtype).min)
-    cols, _ = windows(ctx, x, kernel, strides, dilations, fill, ceil)
-    return [ctx.op("reduce_max", cols, axes=[x.type.rank], keepdims=False)]
+    cols, out = windows(ctx, x, kernel, strides, dilations, fill, ceil)
+    return [_unflatten(ctx, ctx.op("reduce_max", cols, axes=[2], keepdims=False), out)]
 
 
 @converts("AveragePool")
@@ -59,7 +61,7 @@ def average_pool(ctx: Context) -> Sequence[Tensor]:
     x = ctx.widen(x0)
     kernel, strides, dilations, ceil = _window(ctx, x.type.rank)
     cols, out = windows(ctx, x, kernel, strides, dilations, 0.0, ceil)
-    total = ctx.op("reduce_sum", cols, axes=[x.type.rank], keepdims=False)
+    total = _unflatten(ctx, ctx.op("reduce_sum", cols, axes=[2], keepdims=False), out)
     counts = _counts(ctx, static_dims(ctx, x.type.dims[2:], "the spatial sizes"), kernel,
                      strides, dilations, ceil, bool(ctx.attr("count_include_pad", 0)))
     assert list(counts.shape) == out
@@ -67,6 +69,11 @@ def average_pool(ctx: Context) -> Sequence[Tensor]:
     y = ctx.op("div", total, ctx.op("broadcast", count, shape=list(total.type.dims),
                                     dims=list(range(2, x.type.rank))))
     return [ctx.cast(y, x0.type.dtype)]
+
+
+def _unflatten(ctx: Context, y: Value, out: list[int]) -> Value:
+    """[N, C, P] as [N, C, *out]."""
+    return ctx.op("reshape", y, shape=[*y.type.dims[:2], *map(Dim.of, out)])
 
 
 def _counts(ctx: Context, sizes: list[int], kernel: list[int], strides: list[int],
