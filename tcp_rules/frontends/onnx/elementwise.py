@@ -40,6 +40,25 @@ def binary(ctx: Context) -> Sequence[Tensor]:
     return [ctx.op(_BINARY[ctx.node.op_type], a, b)]
 
 
+@converts("Mod")
+def mod(ctx: Context) -> Sequence[Tensor]:
+    """The integer remainder: with fmod=1, C's (x - trunc(x / y) * y, the dividend's sign),
+    else Python's (the divisor's sign: the C remainder plus y where their signs differ). A
+    zero divisor, which ONNX leaves undefined, gives x. Floating-point Mod is refused: its
+    exact remainder is no composition of TCP's rounded ops."""
+    a, b = ctx.broadcast_all([ctx.value(0), ctx.value(1)])
+    if a.type.dtype.is_float or b.type.dtype.is_float:
+        raise ctx.error(f"Mod of {a.type.dtype} needs an exact floating-point remainder, "
+                        f"which TCP has no op for (integers are supported)")
+    r = ctx.op("sub", a, ctx.op("mul", ctx.op("div", a, b), b))
+    if ctx.attr("fmod", 0) or not a.type.dtype.is_signed:
+        return [r]
+    zero = ctx.scalar(0, r)
+    differ = ctx.op("ne", ctx.op("lt", r, zero), ctx.op("lt", b, zero))
+    fix = ctx.op("select", ctx.op("ne", r, zero), differ, ctx.splat(False, r, DType.I1))
+    return [ctx.op("select", fix, ctx.op("add", r, b), r)]
+
+
 @converts(*_VARIADIC, "Mean")
 def variadic(ctx: Context) -> Sequence[Tensor]:
     assert ctx.node is not None
