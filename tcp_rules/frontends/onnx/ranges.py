@@ -10,6 +10,7 @@ may be symbolic.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -113,20 +114,39 @@ def trilu(ctx: Context) -> Sequence[Tensor]:
     return [ctx.op("select", keep, x, ctx.splat(0, x, x.type.dtype))]
 
 
-def _arg_extreme(ctx: Context, x: Value, axis: int, largest: bool, last: bool,
-                 keep: bool) -> Value:
-    """The index of the first (or last) largest (or smallest) element along ``axis``, int64:
-    the extreme (NaN if any element is NaN, as TCP's reductions give it), then the least (or
-    greatest) iota where an element equals it, or is NaN (NumPy's argmax finds the first
-    NaN)."""
-    ext = ctx.op("reduce_max" if largest else "reduce_min", x, axes=[axis], keepdims=True)
+def _extreme(ctx: Context, x: Value, axis: int, largest: bool, last: bool = False,
+             among: Value | None = None) -> tuple[Value, Value]:
+    """(the largest or smallest element along ``axis``, the first or last index where it is
+    met, int64), both keeping the axis, over the elements ``among`` marks (all by default).
+    The extreme is NaN if any candidate is NaN, as TCP's reductions give it, and its index
+    then the first (or last) NaN's, as NumPy's argmax finds it."""
+    neutral: float | int
+    if x.type.dtype.is_float:
+        neutral = -math.inf if largest else math.inf
+    else:
+        info = np.iinfo(x.type.dtype.np_dtype)
+        neutral = int(info.min if largest else info.max)
+    xs = x if among is None else ctx.op("select", among, x, ctx.scalar(neutral, x))
+    ext = ctx.op("reduce_max" if largest else "reduce_min", xs, axes=[axis], keepdims=True)
     hit = ctx.op("eq", x, ctx.broadcast_to(ext, x.type.dims))
     if x.type.dtype.is_float:
         hit = ctx.op("select", ctx.op("ne", x, x), ctx.splat(True, x, DType.I1), hit)
+    if among is not None:
+        hit = ctx.op("select", among, hit, ctx.splat(False, x, DType.I1))
     io = ctx.op("iota", shape=list(x.type.dims), axis=axis, dtype=DType.I64)
     miss = ctx.scalar(-1 if last else (1 << 63) - 1, io)
-    return ctx.op("reduce_max" if last else "reduce_min", ctx.op("select", hit, io, miss),
-                  axes=[axis], keepdims=keep)
+    index = ctx.op("reduce_max" if last else "reduce_min", ctx.op("select", hit, io, miss),
+                   axes=[axis], keepdims=True)
+    return ext, index
+
+
+def _arg_extreme(ctx: Context, x: Value, axis: int, largest: bool, last: bool,
+                 keep: bool) -> Value:
+    """The index of the first (or last) largest (or smallest) element along ``axis``."""
+    index = _extreme(ctx, x, axis, largest, last)[1]
+    if keep:
+        return index
+    return ctx.op("reshape", index, shape=[d for i, d in enumerate(index.type.dims) if i != axis])
 
 
 @converts("ArgMax", "ArgMin")
@@ -154,6 +174,40 @@ def hardmax(ctx: Context) -> Sequence[Tensor]:
     io = ctx.op("iota", shape=list(x.type.dims), axis=axis, dtype=DType.I64)
     on = ctx.op("eq", io, ctx.broadcast_to(first, x.type.dims))
     return [ctx.cast(on, x.type.dtype)]
+
+
+TOPK_LIMIT = 128  # k rounds of a reduction: beyond this, the program grows too large
+
+
+@converts("TopK")
+def top_k(ctx: Context) -> Sequence[Tensor]:
+    """The k largest (or smallest) elements along the axis and their indices, in order, equal
+    elements by their index (ONNX's rule): k rounds, each taking the extreme of the elements
+    not yet taken (a NaN counts as the most extreme, as ArgMax's). ``sorted=0`` allows any
+    order; this one is sorted too. K must be a constant, at most TOPK_LIMIT."""
+    x = ctx.value(0)
+    if x.type.rank == 0:
+        raise ctx.error("TopK needs a tensor of rank 1 or more")
+    axis = normalize_axis(ctx, ctx.attr("axis", -1), x.type.rank)
+    k = ctx.ints(1, "K")[0] if ctx.opset >= 10 else int(ctx.attr("k"))
+    n = x.type.dims[axis]
+    if not 1 <= k <= TOPK_LIMIT or (n.const is not None and k > n.const):
+        raise ctx.error(f"K = {k} must be between 1 and the axis' size {n}, and at most "
+                        f"{TOPK_LIMIT} (TopK runs a reduction per element taken)")
+    largest = bool(ctx.attr("largest", 1))
+    io = ctx.op("iota", shape=list(x.type.dims), axis=axis, dtype=DType.I64)
+    values, indices = [], []
+    taken: Value | None = None
+    for _ in range(k):
+        among = None if taken is None else ctx.op("eq", taken, ctx.scalar(False, taken))
+        ext, index = _extreme(ctx, x, axis, largest, among=among)
+        values.append(ext)
+        indices.append(index)
+        now = ctx.op("eq", io, ctx.broadcast_to(index, x.type.dims))
+        taken = now if taken is None else ctx.op("select", taken, taken, now)
+    if k == 1:
+        return [values[0], indices[0]]
+    return [ctx.op("concat", *values, axis=axis), ctx.op("concat", *indices, axis=axis)]
 
 
 @converts("EyeLike")
