@@ -26,7 +26,7 @@ from tcp_rules.rules.library import load_standard_library  # noqa: E402
 
 
 def _model(x_shape: list[Any], w: np.ndarray, b: np.ndarray | None, attrs: dict[str, Any],
-           weights_as_inputs: bool = False) -> onnx.ModelProto:
+           weights_as_inputs: bool = False, op: str = "Conv") -> onnx.ModelProto:
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)]
     inits = []
     names = ["x", "w"] + (["b"] if b is not None else [])
@@ -37,7 +37,7 @@ def _model(x_shape: list[Any], w: np.ndarray, b: np.ndarray | None, attrs: dict[
             inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, arr.shape))
         else:
             inits.append(numpy_helper.from_array(arr, name))
-    node = helper.make_node("Conv", names, ["y"], name="conv", **attrs)
+    node = helper.make_node(op, names, ["y"], name="conv", **attrs)
     graph = helper.make_graph([node], "g", inputs, [
         helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
@@ -178,3 +178,58 @@ def test_a_cnn_exported_by_pytorch(engine: str) -> None:
         plain = imported.module.funcs[0]
         _, (bound,) = error_bounds(plain, [arrays[p.param] for p in plain.params])
         assert_within(got, want, 2 * bound, f"{engine} batch {batch}")
+
+
+@st.composite
+def _transposed(draw: st.DrawFn) -> tuple[onnx.ModelProto, np.ndarray, str]:
+    n = draw(st.integers(1, 2))
+    groups = draw(st.sampled_from([1, 1, 2]))
+    cg, mg = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    kernel = [draw(st.integers(1, 3)) for _ in range(n)]
+    strides = [draw(st.integers(1, 3)) for _ in range(n)]
+    dilations = [draw(st.integers(1, 2)) for _ in range(n)]
+    sizes = [draw(st.integers(1, 5)) for _ in range(n)]
+    attrs: dict[str, Any] = {"group": groups, "strides": strides, "dilations": dilations}
+    # output_padding below the stride (onnxruntime's rule; the operator allows the dilation)
+    attrs["output_padding"] = [draw(st.integers(0, s - 1)) for s in strides]
+    full = [s * (i - 1) + o + (k - 1) * d + 1 for s, i, o, k, d in zip(
+        strides, sizes, attrs["output_padding"], kernel, dilations, strict=True)]
+    pad = draw(st.sampled_from(["explicit", "output_shape", "none"]))
+    if pad == "explicit":  # the output at least one element long
+        pads = [draw(st.integers(0, 2)) for _ in range(2 * n)]
+        attrs["pads"] = [min(p, (f - 1) // 2) for p, f in zip(pads, full * 2, strict=True)]
+    elif pad == "output_shape":
+        attrs["output_shape"] = [max(1, f - draw(st.integers(0, 2))) for f in full]
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    x = rng.standard_normal((draw(st.integers(1, 2)), cg * groups, *sizes)).astype(np.float32)
+    w = rng.standard_normal((cg * groups, mg, *kernel)).astype(np.float32)
+    b = rng.standard_normal(mg * groups).astype(np.float32) if draw(st.booleans()) else None
+    return _model(list(x.shape), w, b, attrs, op="ConvTranspose"), x, str(attrs)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_transposed())
+def test_conv_transpose_matches_onnxruntime(case: tuple[onnx.ModelProto, np.ndarray, str]
+                                            ) -> None:
+    model, x, what = case
+    _check(model, x, ("reference", "compiled"), what)
+
+
+def test_conv_transpose_with_run_time_weights() -> None:
+    """W as a graph input: flipped and regrouped in TCP ops (a gather per spatial axis)."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 4, 3, 5)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 2, 3)).astype(np.float32)
+    attrs = {"group": 2, "strides": [2, 1], "pads": [1, 0, 0, 1]}
+    model = _model(list(x.shape), w, None, attrs, weights_as_inputs=True, op="ConvTranspose")
+    (want,) = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x, "w": w})
+    imported = import_model(model)
+    func = imported.module.funcs[0]
+    arrays = {"x": x, "w": w, **imported.weights}
+    _, (bound,) = error_bounds(func, [arrays[p.param] for p in func.params])
+    for engine in ("reference", "compiled", "optimized"):
+        f = func if engine != "optimized" else optimize_func(
+            func, load_standard_library().rules, OptOptions()).func
+        (got,) = run_func(f, [arrays[p.param] for p in f.params],
+                          "reference" if engine == "reference" else "compiled")
+        assert_within(got, want, 2 * bound, engine)

@@ -1,11 +1,11 @@
-"""ONNX's Conv (1-D, 2-D, 3-D; groups, strides, dilations, explicit or automatic padding) as
-matmuls over an im2col matrix: per image and group, the kernel [M / G, Cg * K] times the
-windows [Cg * K, P] of the padded input (one gather at a constant table of positions), the
-product already in the output's layout. Every step is a TCP op (pad, gather, reshape,
-broadcast, matmul), so the rules see them; the channels and the spatial sizes must be static,
-the batch may be symbolic.
+"""ONNX's Conv and ConvTranspose (1-D, 2-D, 3-D; groups, strides, dilations, explicit or
+automatic padding) as matmuls over an im2col matrix: per image and group, the kernel
+[M / G, Cg * K] times the windows [Cg * K, P] of the padded input (one gather at a constant
+table of positions), the product already in the output's layout. ConvTranspose is the
+convolution of its input spread out by the strides with the kernel flipped. Every step is a
+TCP op (pad, gather, reshape, broadcast, matmul), so the rules see them; the channels and the
+spatial sizes must be static, the batch may be symbolic.
 """
-
 from __future__ import annotations
 
 import math
@@ -16,7 +16,7 @@ import numpy as np
 from tcp_rules.frontends.onnx.composite import matmul_values
 from tcp_rules.frontends.onnx.context import Context, Tensor, converts
 from tcp_rules.ir import Value
-from tcp_rules.types import Dim
+from tcp_rules.types import Dim, DType
 
 
 def static_dims(ctx: Context, dims: Sequence[Dim], what: str) -> list[int]:
@@ -49,14 +49,18 @@ def spatial_pads(ctx: Context, sizes: Sequence[int], window: Sequence[int],
     return pads[:n], pads[n:]
 
 
+Pads = tuple[list[int], list[int]]
+
+
 def window_layout(ctx: Context, sizes: Sequence[int], window: Sequence[int],
-                  strides: Sequence[int], dilations: Sequence[int], ceil: bool = False
-                  ) -> tuple[list[int], list[int], list[int]]:
-    """(begin, end, out): the padding of each spatial axis (with ceil_mode, the end also pads
-    the last, partial window, which must start inside the input or its begin padding) and the
-    output's length."""
+                  strides: Sequence[int], dilations: Sequence[int], ceil: bool = False,
+                  pads: Pads | None = None) -> tuple[list[int], list[int], list[int]]:
+    """(begin, end, out): the padding of each spatial axis (the node's, or ``pads``; with
+    ceil_mode, the end also pads the last, partial window, which must start inside the input
+    or its begin padding) and the output's length."""
     extent = [(k - 1) * d + 1 for k, d in zip(window, dilations, strict=True)]
-    begin, end = spatial_pads(ctx, sizes, extent, strides)
+    begin, end = (list(pads[0]), list(pads[1])) if pads is not None else \
+        spatial_pads(ctx, sizes, extent, strides)
     out = []
     for i, (s, w, st) in enumerate(zip(sizes, extent, strides, strict=True)):
         span = s + begin[i] + end[i] - w
@@ -72,15 +76,15 @@ def window_layout(ctx: Context, sizes: Sequence[int], window: Sequence[int],
 
 
 def windows(ctx: Context, x: Value, window: Sequence[int], strides: Sequence[int],
-            dilations: Sequence[int], fill: float, ceil: bool = False
-            ) -> tuple[Value, list[int]]:
+            dilations: Sequence[int], fill: float, ceil: bool = False,
+            pads: Pads | None = None) -> tuple[Value, list[int]]:
     """[N, C, K, P]: for each of the P output positions (row-major over ``out``), the K =
     prod(window) input elements under its window (row-major over the window), the input padded
     with ``fill``; and ``out``. One gather of the padded image, flattened, at a constant table
     of positions: a kernel, where a slice per window position and their concatenation were
     2 K kernels."""
     sizes = static_dims(ctx, x.type.dims[2:], "the spatial sizes")
-    begin, end, out = window_layout(ctx, sizes, window, strides, dilations, ceil)
+    begin, end, out = window_layout(ctx, sizes, window, strides, dilations, ceil, pads)
     if any(begin) or any(end):
         x = ctx.op("pad", x, low=[0, 0, *begin], high=[0, 0, *end], mode="constant",
                    value=fill)
@@ -124,17 +128,132 @@ def conv(ctx: Context) -> Sequence[Tensor]:
         raise ctx.error(f"{c} input channels and {m} output channels do not split into "
                         f"{groups} groups of W's {cg} input channels")
     strides, dilations = spatial_ints(ctx, "strides", n, 1), spatial_ints(ctx, "dilations", n, 1)
-    cols, out = windows(ctx, x, kernel, strides, dilations, 0.0)
+    y = convolve(ctx, x, w, groups, strides, dilations)
+    return [ctx.cast(_biased(ctx, y), x0.type.dtype)]
+
+
+def _biased(ctx: Context, y: Value) -> Value:
+    """``y`` plus the node's bias B (input 2), if any, along the channels."""
+    if not ctx.has(2):
+        return y
+    b = ctx.cast(ctx.widen(ctx.value(2)), y.type.dtype)
+    return ctx.op("add", y, ctx.op("broadcast", b, shape=list(y.type.dims), dims=[1]))
+
+
+def convolve(ctx: Context, x: Value, w: Value, groups: int, strides: Sequence[int],
+             dilations: Sequence[int], pads: Pads | None = None) -> Value:
+    """[N, M, *out]: the convolution of ``x`` [N, C, *sizes] with ``w`` [M, C / groups, *k]
+    (the node's padding, or ``pads``): per image and group, the kernel [M / G, Cg * K] times
+    the windows [Cg * K, P], the product already in the output's layout."""
+    m, cg, *kernel = static_dims(ctx, w.type.dims, "the kernel W's shape")
+    cols, out = windows(ctx, x, kernel, strides, dilations, 0.0, pads=pads)
     batch = x.type.dims[0]
     k, p, mg = math.prod(kernel), math.prod(out), m // groups
-    # per image and group: W [M/G, Cg * K] @ cols [Cg * K, P], the output already NC(HW)
     cols = ctx.op("reshape", cols, shape=[batch, Dim.of(groups), Dim.of(cg * k), Dim.of(p)])
     wm = ctx.op("reshape", w, shape=[groups, mg, cg * k])
-    y = matmul_values(ctx, ctx.op("broadcast", wm, shape=[batch, *map(Dim.of, (groups, mg,
-                                                                            cg * k))],
-                                  dims=[1, 2, 3]), cols)
-    y = ctx.op("reshape", y, shape=[batch, Dim.of(m), *map(Dim.of, out)])
-    if ctx.has(2):
-        b = ctx.cast(ctx.widen(ctx.value(2)), y.type.dtype)
-        y = ctx.op("add", y, ctx.op("broadcast", b, shape=list(y.type.dims), dims=[1]))
-    return [ctx.cast(y, x0.type.dtype)]
+    wide = ctx.op("broadcast", wm, shape=[batch, *map(Dim.of, (groups, mg, cg * k))],
+                  dims=[1, 2, 3])
+    y = matmul_values(ctx, wide, cols)
+    return ctx.op("reshape", y, shape=[batch, Dim.of(m), *map(Dim.of, out)])
+
+
+@converts("ConvTranspose")
+def conv_transpose(ctx: Context) -> Sequence[Tensor]:
+    """The transpose of Conv (its gradient with respect to the input): the input spread out by
+    the strides (zeros between its elements), padded by dilation * (k - 1) less the node's
+    pads (cropped where those are larger) and by output_padding at the end, convolved at stride
+    1 with the kernel flipped along its spatial axes and its channel axes swapped in each
+    group. f16/bf16 computed in f32 and rounded once."""
+    x0 = ctx.value(0)
+    x = ctx.widen(x0)
+    rank = x.type.rank
+    n = rank - 2
+    t = ctx.tensor(1)
+    wdims = [Dim.of(d) for d in t.shape] if isinstance(t, np.ndarray) else list(t.type.dims)
+    if rank < 3 or len(wdims) != rank:
+        raise ctx.error(f"ConvTranspose needs X and W of the same rank, at least 3, got "
+                        f"{x.type} and W of rank {len(wdims)}")
+    c, mg, *kernel = static_dims(ctx, wdims, "the kernel W's shape")
+    groups = int(ctx.attr("group", 1))
+    sizes = static_dims(ctx, x.type.dims[1:], "the channels and spatial sizes")[1:]
+    if groups < 1 or x.type.dims[1] != Dim.of(c) or c % groups:
+        raise ctx.error(f"X's {x.type.dims[1]} channels and W's {c} input channels do not "
+                        f"split into {groups} groups")
+    strides, dilations = spatial_ints(ctx, "strides", n, 1), spatial_ints(ctx, "dilations", n, 1)
+    extra = list(ctx.attr("output_padding", [0] * n))
+    begin, end = _transpose_pads(ctx, sizes, kernel, strides, dilations, extra)
+    spread = _spread(ctx, x, sizes, strides)
+    lo = [d * (k - 1) - b for d, k, b in zip(dilations, kernel, begin, strict=True)]
+    hi = [d * (k - 1) - e + o for d, k, e, o in zip(dilations, kernel, end, extra, strict=True)]
+    if any(v < 0 for v in lo + hi):  # pads beyond the kernel's reach crop the spread input
+        dims = spread.type.dims
+        size = [*dims[:2], *(Dim.of(d.const + min(a, 0) + min(b, 0))  # type: ignore[operator]
+                             for d, a, b in zip(dims[2:], lo, hi, strict=True))]
+        spread = ctx.op("slice", spread, start=[0, 0, *(max(-a, 0) for a in lo)], size=size,
+                        stride=[1] * rank)
+        lo, hi = [max(a, 0) for a in lo], [max(b, 0) for b in hi]
+    cg = c // groups
+    flipped = _flipped_kernel(ctx, t, groups, cg, mg, kernel, x.type.dtype)
+    y = convolve(ctx, spread, flipped, groups, [1] * n, dilations, pads=(lo, hi))
+    return [ctx.cast(_biased(ctx, y), x0.type.dtype)]
+
+
+def _transpose_pads(ctx: Context, sizes: list[int], kernel: list[int], strides: list[int],
+                    dilations: list[int], extra: list[int]) -> Pads:
+    """ConvTranspose's (begin, end) pads: the node's, or those that make the output
+    output_shape (or, with SAME_*, the input times the strides), split as the operator says."""
+    n = len(sizes)
+    full = [s * (i - 1) + o + (k - 1) * d + 1
+            for s, i, o, k, d in zip(strides, sizes, extra, kernel, dilations, strict=True)]
+    auto = ctx.attr("auto_pad", "NOTSET")
+    target = ctx.attr("output_shape")
+    if target is None and auto in ("SAME_UPPER", "SAME_LOWER"):
+        target = [i * s for i, s in zip(sizes, strides, strict=True)]
+    if target is not None:
+        # an output_shape beyond the full one pads (negative pads: zeros, plus the bias)
+        total = [f - t for f, t in zip(full, list(target)[-n:], strict=True)]
+        if auto == "SAME_UPPER":
+            return [v // 2 for v in total], [v - v // 2 for v in total]
+        return [v - v // 2 for v in total], [v // 2 for v in total]
+    if auto == "VALID":
+        return [0] * n, [0] * n
+    return spatial_pads(ctx, sizes, [1] * n, [1] * n)
+
+
+def _spread(ctx: Context, x: Value, sizes: list[int], strides: list[int]) -> Value:
+    """x with strides - 1 zeros between neighbours along each spatial axis: a size-1 axis after
+    each, padded to the stride, merged back, the trailing zeros cut."""
+    if all(s == 1 for s in strides):
+        return x
+    lead = list(x.type.dims[:2])
+    split = [*lead, *(Dim.of(v) for i in sizes for v in (i, 1))]
+    x = ctx.op("reshape", x, shape=split)
+    x = ctx.op("pad", x, low=[0] * len(split),
+               high=[0, 0, *(v for s in strides for v in (0, s - 1))], mode="constant",
+               value=0.0)
+    x = ctx.op("reshape", x, shape=[*lead, *(Dim.of(i * s) for i, s in zip(sizes, strides,
+                                                                           strict=True))])
+    return ctx.op("slice", x, start=[0] * len(x.type.dims),
+                  size=[*lead, *(Dim.of((i - 1) * s + 1) for i, s in zip(sizes, strides,
+                                                                         strict=True))],
+                  stride=[1] * len(x.type.dims))
+
+
+def _flipped_kernel(ctx: Context, t: Tensor, groups: int, cg: int, mg: int,
+                    kernel: list[int], dt: DType) -> Value:
+    """W [C, M / G, *k] as a Conv kernel [M, C / G, *k]: channel axes swapped within each
+    group, every spatial axis reversed. Computed at import for a constant W."""
+    n = len(kernel)
+    if isinstance(t, np.ndarray):
+        a = t.reshape(groups, cg, mg, *kernel).swapaxes(1, 2).reshape(groups * mg, cg, *kernel)
+        a = np.ascontiguousarray(a[(slice(None), slice(None), *[slice(None, None, -1)] * n)])
+        return ctx.cast(ctx.as_value(a, "kernel_flipped"), dt)
+    w = ctx.cast(ctx.widen(t), dt)
+    w = ctx.op("reshape", w, shape=[Dim.of(v) for v in (groups, cg, mg, *kernel)])
+    w = ctx.op("transpose", w, perm=[0, 2, 1, *range(3, n + 3)])
+    w = ctx.op("reshape", w, shape=[Dim.of(v) for v in (groups * mg, cg, *kernel)])
+    for axis, k in enumerate(kernel, start=2):
+        if k > 1:
+            back = ctx.as_value(np.arange(k - 1, -1, -1, dtype=np.int64), "kernel_reversed")
+            w = ctx.op("gather", w, back, axis=axis)
+    return w
