@@ -85,6 +85,13 @@ def windows(ctx: Context, x: Value, window: Sequence[int], strides: Sequence[int
     2 K kernels."""
     sizes = static_dims(ctx, x.type.dims[2:], "the spatial sizes")
     begin, end, out = window_layout(ctx, sizes, window, strides, dilations, ceil, pads)
+    lead = list(x.type.dims[:2])
+    if all(k == 1 for k in window) and not any(begin) and not any(end):
+        # one-pixel windows (pointwise convolutions): the image itself, strided if need be
+        if any(s != 1 for s in strides):
+            x = ctx.op("slice", x, start=[0] * x.type.rank, size=[*lead, *map(Dim.of, out)],
+                       stride=[1, 1, *strides])
+        return ctx.op("reshape", x, shape=[*lead, Dim.of(1), Dim.of(math.prod(out))]), out
     if any(begin) or any(end):
         x = ctx.op("pad", x, low=[0, 0, *begin], high=[0, 0, *end], mode="constant",
                    value=fill)
@@ -95,7 +102,6 @@ def windows(ctx: Context, x: Value, window: Sequence[int], strides: Sequence[int
     flat = sum((at_p[i][None, :] * strides[i] + at_k[i][:, None] * dilations[i])
                * math.prod(padded[i + 1:]) for i in range(len(window)))
     index = np.asarray(flat, np.int32 if math.prod(padded) < 2**31 else np.int64)
-    lead = list(x.type.dims[:2])
     image = ctx.op("reshape", x, shape=[*lead, Dim.of(math.prod(padded))])
     cols = ctx.op("gather", image, ctx.as_value(index, "window_positions"), axis=2)
     return cols, out
@@ -149,6 +155,15 @@ def convolve(ctx: Context, x: Value, w: Value, groups: int, strides: Sequence[in
     cols, out = windows(ctx, x, kernel, strides, dilations, 0.0, pads=pads)
     batch = x.type.dims[0]
     k, p, mg = math.prod(kernel), math.prod(out), m // groups
+    if cg == 1 and groups > 1:
+        # depthwise: each output channel weighs one input channel's windows, a product summed
+        # over the window in one kernel (as matmuls, thousands of K x 1 products)
+        shape = [batch, *map(Dim.of, (groups, mg, k, p))]
+        spread = ctx.op("broadcast", cols, shape=shape, dims=[0, 1, 3, 4])
+        weights = ctx.op("broadcast", ctx.op("reshape", w, shape=[groups, mg, k]), shape=shape,
+                         dims=[1, 2, 3])
+        y = ctx.op("reduce_sum", ctx.op("mul", spread, weights), axes=[3], keepdims=False)
+        return ctx.op("reshape", y, shape=[batch, Dim.of(m), *map(Dim.of, out)])
     cols = ctx.op("reshape", cols, shape=[batch, Dim.of(groups), Dim.of(cg * k), Dim.of(p)])
     wm = ctx.op("reshape", w, shape=[groups, mg, cg * k])
     wide = ctx.op("broadcast", wm, shape=[batch, *map(Dim.of, (groups, mg, cg * k))],
