@@ -44,6 +44,11 @@ ROUNDED_PER_NODE = frozenset({
     "test_attention_4d_causal_padded_kv_bf16", "test_attention_4d_padded_kv_bf16_expanded",
     "test_attention_4d_causal_padded_kv_bf16_expanded",
 })
+# The optimized engine under the default rules (exact and approx): QuantizeLinear rounds x / scale
+# to an integer, and the approx rule mul-recip (x / y => x * (1 / y), within an ulp, the
+# broadcast reciprocal computed once) moves one element across a rounding tie (-2.5 quantizes to
+# 25, not 26). Within the rule's contract; `--allow exact` gives 26. Strict, as above.
+APPROX_AT_A_TIE = frozenset({("test_dynamicquantizelinear_expanded", "optimized")})
 FULL = os.environ.get("TCPR_CONFORMANCE") == "all"
 SAMPLE = {"reference": 1, "compiled": 1 if FULL else 3, "optimized": 1 if FULL else 12}
 
@@ -78,6 +83,9 @@ def _params() -> list[object]:
                 marks = [pytest.mark.xfail(strict=True, reason="expected outputs rounded to bf16 "
                                            "at every step, ours otherwise")] \
                     if name in ROUNDED_PER_NODE else []
+                if (name, engine) in APPROX_AT_A_TIE:
+                    marks = [pytest.mark.xfail(strict=True, reason="an approx rule moves a "
+                                               "value across a rounding tie")]
                 out.append(pytest.param(name, engine, id=f"{name}-{engine}", marks=marks))
     return out
 

@@ -15,6 +15,7 @@ from tcp_rules.frontends.onnx import (  # noqa: F401 (registers)
     losses,
     movement,
     pools,
+    quantize,
     ranges,
 )
 from tcp_rules.frontends.onnx.context import CONVERTERS, INLINE_LIMIT, NeedsConstant

@@ -1,5 +1,5 @@
 """ONNX ops that are compositions in TCP: MatMul of any rank, Gemm, the reductions, Softmax and
-LogSoftmax, LayerNormalization, RMSNormalization and BatchNormalization.
+LogSoftmax, LayerNormalization, RMSNormalization, BatchNormalization and LpNormalization.
 
 They are expanded into TCP ops on purpose: the rules then see (and can fuse or simplify) every
 step, where a monolithic op would hide them.
@@ -217,3 +217,22 @@ def batch_norm(ctx: Context) -> Sequence[Tensor]:
     inv = ctx.op("rsqrt", ctx.op("add", var, ctx.scalar(eps, var)))
     y = ctx.op("mul", ctx.op("sub", x, per_channel(3)), inv)
     return [ctx.op("add", ctx.op("mul", y, per_channel(1)), per_channel(2))]
+
+
+@converts("LpNormalization")
+def lp_normalization(ctx: Context) -> Sequence[Tensor]:
+    """x / ||x||_p along the axis (p 1 or 2), 0 where the norm is 0 (the operator's rule)."""
+    p = int(ctx.attr("p", 2))
+    if p not in (1, 2):
+        raise ctx.error(f"LpNormalization's p must be 1 or 2, got {p}")
+
+    def normalized(x: Value) -> Value:
+        axis = normalize_axis(ctx, ctx.attr("axis", -1), x.type.rank)
+        norm = reduce(ctx, "reduce_sum", ctx.op("abs", x) if p == 1 else ctx.op("mul", x, x),
+                      [axis], True)
+        if p == 2:
+            norm = ctx.op("sqrt", norm)
+        norm = ctx.broadcast_to(norm, x.type.dims)
+        zero = ctx.op("eq", norm, ctx.scalar(0.0, norm))
+        return ctx.op("select", zero, ctx.scalar(0.0, x), ctx.op("div", x, norm))
+    return [ctx.in_f32(normalized)]

@@ -245,6 +245,30 @@ def softsign(ctx: Context) -> Sequence[Tensor]:
                                                          ctx.scalar(1.0, x))))]
 
 
+@converts("Swish")
+def swish(ctx: Context) -> Sequence[Tensor]:
+    """x * sigmoid(alpha * x)."""
+    alpha = float(ctx.attr("alpha", 1.0))
+    return [ctx.in_f32(lambda x: _swish(ctx, x, alpha))]
+
+
+def _swish(ctx: Context, x: Value, alpha: float) -> Value:
+    z = x if alpha == 1.0 else ctx.op("mul", x, ctx.scalar(alpha, x))
+    return ctx.op("mul", x, ctx.op("sigmoid", z))
+
+
+@converts("SwiGLU")
+def swiglu(ctx: Context) -> Sequence[Tensor]:
+    """Swish(A) * B, A and B of one shape (no broadcasting, as the operator says)."""
+    a0, b0 = ctx.value(0), ctx.value(1)
+    if a0.type != b0.type:
+        raise ctx.error(f"SwiGLU's A and B must have one type and shape, got {a0.type} and "
+                        f"{b0.type}")
+    alpha = float(ctx.attr("alpha", 1.0))
+    y = ctx.op("mul", _swish(ctx, ctx.widen(a0), alpha), ctx.widen(b0))
+    return [ctx.cast(y, a0.type.dtype)]
+
+
 @converts("Mish")
 def mish(ctx: Context) -> Sequence[Tensor]:
     return [ctx.in_f32(lambda x: ctx.op("mul", x, ctx.op("tanh", _softplus(ctx, x))))]

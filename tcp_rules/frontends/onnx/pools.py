@@ -1,5 +1,5 @@
-"""ONNX's pooling: MaxPool and AveragePool (1-D to 3-D; strides, dilations, explicit or
-automatic padding, ceil_mode, count_include_pad), GlobalAveragePool and GlobalMaxPool. The
+"""ONNX's pooling: MaxPool, AveragePool and LpPool (1-D to 3-D; strides, dilations, explicit
+or automatic padding, ceil_mode, count_include_pad), GlobalAveragePool and GlobalMaxPool. The
 windows are conv.py's: a gather of the padded input at each window's positions, reduced by a
 max or a sum. An average divides by each window's count of pixels, a constant computed at
 import (the spatial sizes are static).
@@ -92,6 +92,23 @@ def _counts(ctx: Context, sizes: list[int], kernel: list[int], strides: list[int
                       for a, d, o, s in zip(at, dilations, out, strides, strict=True))
         counts += grid[index]
     return counts
+
+
+@converts("LpPool")
+def lp_pool(ctx: Context) -> Sequence[Tensor]:
+    """(sum over the window of |x|^p)^(1/p), the padding 0. f16/bf16 computed in f32."""
+    x0 = ctx.value(0)
+    x = ctx.widen(x0)
+    kernel, strides, dilations, ceil = _window(ctx, x.type.rank)
+    p = float(ctx.attr("p", 2))
+    if p <= 0:
+        raise ctx.error(f"LpPool's p must be positive, got {p}")
+    cols, out = windows(ctx, x, kernel, strides, dilations, 0.0, ceil)
+    a = ctx.op("abs", cols)
+    powered = ctx.op("mul", a, a) if p == 2 else ctx.op("pow", a, ctx.scalar(p, a))
+    total = _unflatten(ctx, ctx.op("reduce_sum", powered, axes=[2], keepdims=False), out)
+    root = ctx.op("sqrt", total) if p == 2 else ctx.op("pow", total, ctx.scalar(1 / p, total))
+    return [ctx.cast(root, x0.type.dtype)]
 
 
 @converts("GlobalAveragePool", "GlobalMaxPool")

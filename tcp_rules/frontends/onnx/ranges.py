@@ -1,4 +1,4 @@
-"""ONNX ops that count along axes, built on TCP's iota: Range, CumSum, Trilu, EyeLike,
+"""ONNX ops that count along axes, built on TCP's iota: Range, CumSum, CumProd, Trilu, EyeLike,
 OneHot, ArgMax, ArgMin and Hardmax.
 
 Range with constant inputs is folded at import (folding.py); here its limit is a symbolic
@@ -72,17 +72,19 @@ def _positions(ctx: Context, rows: Dim, cols: Dim) -> tuple[Value, Value]:
             ctx.op("iota", shape=[rows, cols], axis=1, dtype=DType.I64))
 
 
-@converts("CumSum")
-def cumsum(ctx: Context) -> Sequence[Tensor]:
-    """y[.., j, ..] = the sum of x[.., i, ..] over the i that ``exclusive`` and ``reverse``
-    keep (i <= j, i < j, i >= j, i > j): x broadcast along a new axis j beside i, the other
-    terms selected away, i summed. n^2 terms a row, for the lengths models scan (position
-    ids from a padding mask) a few thousand at most."""
+@converts("CumSum", "CumProd")
+def cumulative(ctx: Context) -> Sequence[Tensor]:
+    """y[.., j, ..] = the sum (CumProd: the product) of x[.., i, ..] over the i that
+    ``exclusive`` and ``reverse`` keep (i <= j, i < j, i >= j, i > j): x broadcast along a new
+    axis j beside i, the other terms replaced by 0 (1), i reduced. n^2 terms a row, for the
+    lengths models scan (position ids from a padding mask) a few thousand at most."""
+    assert ctx.node is not None
+    op = ctx.node.op_type
     x = ctx.value(0)
     rank = x.type.rank
     axes = ctx.ints(1, "axis")
     if rank == 0 or len(axes) != 1:
-        raise ctx.error(f"CumSum needs a tensor of rank 1 or more and one axis, got rank "
+        raise ctx.error(f"{op} needs a tensor of rank 1 or more and one axis, got rank "
                         f"{rank} and axis {axes}")
     axis = normalize_axis(ctx, axes[0], rank)
     dims = list(x.type.dims)
@@ -94,8 +96,10 @@ def cumsum(ctx: Context) -> Sequence[Tensor]:
     keep = ctx.op("broadcast", ctx.op(cmp, i, j), shape=shape, dims=[axis, axis + 1])
     spread = ctx.op("broadcast", x, shape=shape,
                     dims=[*range(axis), *range(axis + 1, rank + 1)])
-    terms = ctx.op("select", keep, spread, ctx.splat(0, spread, x.type.dtype))
-    return [ctx.op("reduce_sum", terms, axes=[axis + 1], keepdims=False)]
+    product = op == "CumProd"
+    terms = ctx.op("select", keep, spread, ctx.splat(int(product), spread, x.type.dtype))
+    return [ctx.op("reduce_prod" if product else "reduce_sum", terms, axes=[axis + 1],
+                   keepdims=False)]
 
 
 @converts("Trilu")
