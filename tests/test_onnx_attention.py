@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numerics import assert_within, error_bounds
+from onnx_support import run_onnx, with_output_shapes
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -23,9 +24,7 @@ from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from tcp_rules.diagnostics import TcpError  # noqa: E402
 from tcp_rules.frontends.onnx import import_model  # noqa: E402
-from tcp_rules.optimize import OptOptions  # noqa: E402
-from tcp_rules.pipeline import optimize_func, run_func  # noqa: E402
-from tcp_rules.rules.library import load_standard_library  # noqa: E402
+from tcp_rules.pipeline import run_func  # noqa: E402
 
 _OUTS = ("Y", "present_key", "present_value", "qk_matmul_output")
 
@@ -46,22 +45,8 @@ def _model(shapes: dict[str, tuple[Any, ...]], attrs: dict[str, Any], outputs: l
     node = helper.make_node("Attention", inputs, outs, name="attn", **attrs)
     graph = helper.make_graph([node], "g", vis, [helper.make_tensor_value_info(
         o, TensorProto.FLOAT, None) for o in outs if o])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    inferred = onnx.shape_inference.infer_shapes(model)  # the outputs' shapes
-    for out in inferred.graph.output:  # an invalid node (the error tests) infers none
-        if not out.type.tensor_type.HasField("shape"):
-            out.type.tensor_type.shape.dim.add().dim_value = 1
-    return inferred
-
-
-def _ours(model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str,
-          dims: dict[str, int | str] | None = None) -> list[np.ndarray]:
-    imported = import_model(model, dims)
-    func = imported.module.funcs[0]
-    if engine == "optimized":
-        func = optimize_func(func, load_standard_library().rules, OptOptions()).func
-    args = [feeds[p.param] for p in func.params]
-    return list(run_func(func, args, "reference" if engine == "reference" else "compiled"))
+    return with_output_shapes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]))
 
 
 def _assert_matches_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray],
@@ -153,7 +138,7 @@ def test_attention_matches_onnxruntime(config: tuple[onnx.ModelProto, dict[str, 
     model, feeds = config
     what = str({a.name: helper.get_attribute_value(a) for a in model.graph.node[0].attribute})
     with np.errstate(all="ignore"):
-        got = _ours(model, feeds, "reference")
+        got = run_onnx(model, feeds, "reference")
     _assert_matches_onnxruntime(model, feeds, got, f"reference {what}")
 
 
@@ -187,7 +172,7 @@ def test_attention_compiled_matches_onnxruntime(case: tuple[dict[str, Any], str,
             *(["qk_matmul_output"] if "qk_matmul_output_mode" in attrs else [])]
     model = _model(shapes, attrs, outs, mask_type=TensorProto.BOOL if mask == "bool" else
                    TensorProto.FLOAT)
-    got = _ours(model, feeds, engine)
+    got = run_onnx(model, feeds, engine)
     _assert_matches_onnxruntime(model, feeds, got, f"{engine} {attrs}")
     if not attrs.get("is_causal"):
         assert (got[0][0, :, 1] == 0).all()  # the fully masked row
@@ -243,7 +228,7 @@ def test_attention_beyond_onnxruntime(opset: int, attrs: dict[str, Any], nonpad:
     args = [feeds[p.param] for p in func.params]
     _, (bound,) = error_bounds(func, args)  # either f32 implementation's distance from exact
     for engine in ("reference", "compiled"):
-        (got,) = _ours(model, feeds, engine)
+        (got,) = run_onnx(model, feeds, engine)
         assert_within(got, want, 2 * bound, f"{engine} {opset} {attrs}")
 
 
@@ -258,7 +243,7 @@ def test_a_row_of_minus_infinity_gives_zeros(engine: str) -> None:
     feeds["K"][..., 0] = -np.abs(feeds["K"][..., 0]) - 0.5
     model = _model(shapes, {}, ["Y"])
     (want,) = ReferenceEvaluator(model).run(None, feeds)
-    (got,) = _ours(model, feeds, engine)
+    (got,) = run_onnx(model, feeds, engine)
     assert (want[0, 0, 1] == 0).all() and (got[0, 0, 1] == 0).all()
     func = import_model(model).module.funcs[0]
     _, (bound,) = error_bounds(func, [feeds[p.param] for p in func.params])
@@ -353,7 +338,7 @@ def test_rotary_embedding_matches_onnxruntime(rank: int, attrs: dict[str, Any],
     graph = helper.make_graph([node], "g", vis,
                               [helper.make_tensor_value_info("Y", TensorProto.FLOAT, shape)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
-    got = _ours(model, feeds, engine)
+    got = run_onnx(model, feeds, engine)
     _assert_matches_onnxruntime(model, feeds, got, f"{engine} rank {rank} {attrs}")
 
 

@@ -12,13 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numerics import assert_within, error_bounds
+from onnx_support import import_fails, with_output_shapes
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from tcp_rules.cli import main  # noqa: E402
 from tcp_rules.frontends.onnx import import_model  # noqa: E402
 from tcp_rules.optimize import OptOptions  # noqa: E402
 from tcp_rules.pipeline import optimize_func, run_func  # noqa: E402
@@ -40,8 +40,8 @@ def _model(x_shape: list[Any], w: np.ndarray, b: np.ndarray | None, attrs: dict[
     node = helper.make_node(op, names, ["y"], name="conv", **attrs)
     graph = helper.make_graph([node], "g", inputs, [
         helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
-    return onnx.shape_inference.infer_shapes(model)
+    return with_output_shapes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]))
 
 
 def _check(model: onnx.ModelProto, x: np.ndarray, engines: tuple[str, ...], what: str) -> None:
@@ -135,25 +135,14 @@ def test_conv_with_a_symbolic_batch() -> None:
         assert_within(got, want, 2 * bound, f"batch {batch}")
 
 
-def _fails(model: onnx.ModelProto, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-           *needles: str) -> None:
-    path = tmp_path / "m.onnx"
-    onnx.save(model, path)
-    assert main(["import", str(path)]) == 1
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    for n in needles:
-        assert n in err, err
-
-
 def test_conv_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     w = np.zeros((4, 3, 3, 3), np.float32)
-    _fails(_model([1, 6, 5, 5], w, None, {"group": 3}), tmp_path, capsys,
+    import_fails(_model([1, 6, 5, 5], w, None, {"group": 3}), tmp_path, capsys,
            "node 'conv' (Conv", "6 input channels and 4 output channels do not split into 3 "
            "groups of W's 3 input channels")
-    _fails(_model([1, 3, "h", 5], w, None, {}, weights_as_inputs=True), tmp_path, capsys,
+    import_fails(_model([1, 3, "h", 5], w, None, {}, weights_as_inputs=True), tmp_path, capsys,
            "the spatial sizes [h, 5] must be static")
-    _fails(_model([1, 3, 2, 5], w, None, {}), tmp_path, capsys,
+    import_fails(_model([1, 3, 2, 5], w, None, {}), tmp_path, capsys,
            "the window [3, 3] does not fit the padded input [2, 5]")
 
 

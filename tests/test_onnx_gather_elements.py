@@ -10,17 +10,15 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from onnx_support import import_fails, run_onnx
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from tcp_rules.cli import main  # noqa: E402
 from tcp_rules.frontends.onnx import import_model  # noqa: E402
-from tcp_rules.optimize import OptOptions  # noqa: E402
-from tcp_rules.pipeline import optimize_func, run_func  # noqa: E402
-from tcp_rules.rules.library import load_standard_library  # noqa: E402
+from tcp_rules.pipeline import run_func  # noqa: E402
 
 _TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64}
 
@@ -40,16 +38,6 @@ def _model(data_shape: list[int | str], idx: np.ndarray, axis: int, const: bool,
     graph = helper.make_graph([node], "g", inputs, [
         helper.make_tensor_value_info("y", ty, out)], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-
-
-def _run(model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str) -> np.ndarray:
-    imported = import_model(model)
-    func = imported.module.funcs[0]
-    if engine == "optimized":
-        func = optimize_func(func, load_standard_library().rules, OptOptions()).func
-    args = [feeds.get(p.param, imported.weights.get(p.param)) for p in func.params]
-    (got,) = run_func(func, args, "reference" if engine == "reference" else "compiled")
-    return got
 
 
 @st.composite
@@ -78,7 +66,7 @@ def test_gather_elements_matches_onnxruntime(case: tuple[np.ndarray, np.ndarray,
     feeds = {"data": data} if const else {"data": data, "idx": idx}
     (want,) = ort.InferenceSession(model.SerializeToString()).run(None, feeds)
     for engine in ("reference", "compiled"):
-        got = _run(model, feeds, engine)
+        (got,) = run_onnx(model, feeds, engine)
         assert got.dtype == want.dtype and got.shape == want.shape, engine
         np.testing.assert_array_equal(got, want, err_msg=engine)
 
@@ -103,7 +91,8 @@ def test_gather_elements_optimized_and_along_symbolic_axes() -> None:
     static = _model([3, 4], idx, 1, const=False)
     (want,) = ort.InferenceSession(static.SerializeToString()).run(None, {"data": data,
                                                                         "idx": idx})
-    np.testing.assert_array_equal(_run(static, {"data": data, "idx": idx}, "optimized"), want)
+    np.testing.assert_array_equal(run_onnx(static, {"data": data, "idx": idx}, "optimized")[0],
+                                  want)
 
 
 def test_gather_elements_run_time_indices_out_of_range_clamp() -> None:
@@ -114,25 +103,15 @@ def test_gather_elements_run_time_indices_out_of_range_clamp() -> None:
     wrapped = np.where(idx < 0, idx + 3, idx)
     want = np.take_along_axis(data, np.clip(wrapped, 0, 2), axis=1)
     for engine in ("reference", "compiled"):
-        got = _run(_model([2, 3], idx, 1, const=False), {"data": data, "idx": idx}, engine)
+        (got,) = run_onnx(_model([2, 3], idx, 1, const=False), {"data": data, "idx": idx},
+                          engine)
         np.testing.assert_array_equal(got, want, err_msg=engine)
 
 
-def _fails(model: onnx.ModelProto, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-           *needles: str) -> None:
-    path = tmp_path / "m.onnx"
-    onnx.save(model, path)
-    assert main(["import", str(path)]) == 1
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    for n in needles:
-        assert n in err, err
-
-
 def test_gather_elements_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _fails(_model([2, 3], np.array([[0, 3]], np.int64), 1, const=True), tmp_path, capsys,
+    import_fails(_model([2, 3], np.array([[0, 3]], np.int64), 1, const=True), tmp_path, capsys,
            "node 'ge' (GatherElements", "index 3 is out of range for axis 1 of size 3")
-    _fails(_model([2, 3], np.zeros((2, 4, 1), np.int64), 1, const=False), tmp_path, capsys,
+    import_fails(_model([2, 3], np.zeros((2, 4, 1), np.int64), 1, const=False), tmp_path, capsys,
            "indices [2, 4, 1] must have the data's rank")
-    _fails(_model([2, 3], np.zeros((3, 1), np.int64), 1, const=False), tmp_path, capsys,
+    import_fails(_model([2, 3], np.zeros((3, 1), np.int64), 1, const=False), tmp_path, capsys,
            "no axis longer than the data's [2, 3] but for axis 1")

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from onnx_support import run_onnx
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -17,9 +18,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from tcp_rules.cli import main  # noqa: E402
 from tcp_rules.frontends.onnx import import_model  # noqa: E402
-from tcp_rules.optimize import OptOptions  # noqa: E402
-from tcp_rules.pipeline import optimize_func, run_func  # noqa: E402
-from tcp_rules.rules.library import load_standard_library  # noqa: E402
+from tcp_rules.pipeline import run_func  # noqa: E402
 
 _TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int32): TensorProto.INT32}
 
@@ -57,16 +56,6 @@ def _model(data: np.ndarray, idx: np.ndarray, b: int, const: bool) -> onnx.Model
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
-def _run(model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str) -> np.ndarray:
-    imported = import_model(model)
-    func = imported.module.funcs[0]
-    if engine == "optimized":
-        func = optimize_func(func, load_standard_library().rules, OptOptions()).func
-    args = [feeds.get(p.param, imported.weights.get(p.param)) for p in func.params]
-    (got,) = run_func(func, args, "reference" if engine == "reference" else "compiled")
-    return got
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=_cases(), const=st.booleans())
 def test_gathernd_matches_onnxruntime(case: tuple[np.ndarray, np.ndarray, int],
@@ -78,7 +67,7 @@ def test_gathernd_matches_onnxruntime(case: tuple[np.ndarray, np.ndarray, int],
     feeds = {"data": data} if const else {"data": data, "idx": idx}
     (want,) = ort.InferenceSession(model.SerializeToString()).run(None, feeds)
     for engine in ("reference", "compiled"):
-        got = _run(model, feeds, engine)
+        got = run_onnx(model, feeds, engine)[0]
         assert got.dtype == want.dtype and got.shape == want.shape, engine
         np.testing.assert_array_equal(got, want, err_msg=engine)
 
@@ -91,7 +80,7 @@ def test_gathernd_optimized_batch_dims(const: bool) -> None:
     model = _model(data, idx, 1, const)
     feeds = {"data": data} if const else {"data": data, "idx": idx}
     (want,) = ort.InferenceSession(model.SerializeToString()).run(None, feeds)
-    np.testing.assert_array_equal(_run(model, feeds, "optimized"), want)
+    np.testing.assert_array_equal(run_onnx(model, feeds, "optimized")[0], want)
 
 
 def _fails(path: Path, capsys: pytest.CaptureFixture[str], *needles: str) -> None:
@@ -155,7 +144,7 @@ def test_gathernd_run_time_indices_out_of_range_clamp_per_axis() -> None:
     clamped = np.clip(wrapped, 0, sizes - 1)
     want = data[clamped[:, 0], clamped[:, 1]]
     for engine in ("reference", "compiled"):
-        got = _run(model, {"data": data, "idx": idx}, engine)
+        got = run_onnx(model, {"data": data, "idx": idx}, engine)[0]
         np.testing.assert_array_equal(got, want, err_msg=engine)
 
 

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numerics import assert_within, error_bounds
+from onnx_support import with_output_shapes
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -33,12 +34,8 @@ def _model(op: str, x: np.ndarray, t: np.ndarray, weight: bool, attrs: dict[str,
                             **attrs)
     graph = helper.make_graph([node], "g", ins, [
         helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs])
-    model = onnx.shape_inference.infer_shapes(
+    return with_output_shapes(
         helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]))
-    for out in model.graph.output:  # an invalid node (the error tests) infers none
-        if not out.type.tensor_type.HasField("shape"):
-            out.type.tensor_type.shape.dim.add().dim_value = 1
-    return model
 
 
 @st.composite

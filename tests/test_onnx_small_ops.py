@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 from numerics import assert_within, error_bounds
+from onnx_support import with_output_shapes
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -29,8 +30,8 @@ def _model(op: str, opset: int, inputs: dict[str, np.ndarray], consts: dict[str,
     node = helper.make_node(op, names, ["y"], name="n", **attrs)
     graph = helper.make_graph([node], "g", vis, [helper.make_tensor_value_info("y", 0, None)],
                               [numpy_helper.from_array(a, n) for n, a in consts.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    return onnx.shape_inference.infer_shapes(model)
+    return with_output_shapes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]))
 
 
 def _peer(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> np.ndarray:
