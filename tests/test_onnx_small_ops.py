@@ -1,6 +1,7 @@
-"""ONNX Swish, SwiGLU, LpNormalization, LpPool, CumProd, QuantizeLinear and DequantizeLinear
-against onnxruntime (ONNX's reference evaluator where onnxruntime lacks the opset): the
-integers bit for bit, the floats within 2 E (tests/numerics.py)."""
+"""ONNX Swish, SwiGLU, LpNormalization, LpPool, CumProd, QuantizeLinear, DequantizeLinear,
+DepthToSpace, SpaceToDepth and CenterCropPad against onnxruntime (ONNX's reference evaluator
+where onnxruntime lacks the opset): integers and moved elements bit for bit, the floats within
+2 E (tests/numerics.py)."""
 
 from __future__ import annotations
 
@@ -118,3 +119,25 @@ def test_quantize_errors() -> None:
     with pytest.raises(TcpError, match=r"does not block f32\[2, 4\] by 3 along axis 1"):
         import_model(_model("QuantizeLinear", 21, {"x": x}, {"s": np.ones((2, 1), np.float32)},
                             {"axis": 1, "block_size": 3}))
+
+
+@pytest.mark.parametrize(("op", "opset", "shape", "consts", "attrs"), [
+    ("DepthToSpace", 13, (2, 8, 3, 2), {}, {"blocksize": 2}),
+    ("DepthToSpace", 13, (1, 18, 2, 3), {}, {"blocksize": 3, "mode": "CRD"}),
+    ("SpaceToDepth", 13, (2, 3, 4, 6), {}, {"blocksize": 2}),
+    ("SpaceToDepth", 28, (1, 2, 6, 3), {}, {"blocksize": 3, "mode": "CRD"}),
+    ("CenterCropPad", 18, (5, 4, 3), {"shape": np.array([3, 7], np.int64)}, {"axes": [0, -1]}),
+    ("CenterCropPad", 18, (6, 3), {"shape": np.array([3, 6], np.int64)}, {}),
+])
+def test_data_movement_matches_the_peer(op: str, opset: int, shape: tuple[int, ...],
+                                        consts: dict[str, np.ndarray],
+                                        attrs: dict[str, Any]) -> None:
+    """Moved elements: the same bits, floats and integers."""
+    for x in (RNG.standard_normal(shape).astype(np.float32),
+              RNG.integers(-9, 9, shape).astype(np.int64)):
+        model = _model(op, opset, {"x": x}, consts, attrs)
+        want = _peer(model, {"x": x})
+        func = import_model(model).module.funcs[0]
+        for engine in ("reference", "compiled"):
+            (got,) = run_func(func, [x], engine)
+            np.testing.assert_array_equal(got, want, err_msg=f"{engine} {op} {attrs}")

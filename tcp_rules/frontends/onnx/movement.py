@@ -1,5 +1,6 @@
 """ONNX shape and data-movement ops: Shape, Size, Reshape, Flatten, (Un)Squeeze, Transpose,
-Expand, Tile, Slice, Concat, Split, ConstantOfShape, Pad (the gathers: gathers.py).
+Expand, Tile, Slice, Concat, Split, ConstantOfShape, Pad, DepthToSpace, SpaceToDepth,
+CenterCropPad (the gathers: gathers.py).
 
 Shape arguments must be known at import time (TCP shapes are static or symbolic); a shape that
 depends on symbolic dims flows through as an object array of dims (see folding.py).
@@ -312,3 +313,62 @@ def pad(ctx: Context) -> Sequence[Tensor]:
         value = float(value)
     attrs = {"value": value} if mode == "constant" else {}
     return [ctx.op("pad", x, low=low, high=high, mode=mode, **attrs)]
+
+
+@converts("DepthToSpace", "SpaceToDepth")
+def depth_space(ctx: Context) -> Sequence[Tensor]:
+    """Blocks of blocksize x blocksize pixels moved between the channels and the image of an
+    NCHW tensor: a reshape, a transpose and a reshape, in the operator's DCR (depth, column,
+    row) or CRD order."""
+    assert ctx.node is not None
+    x = ctx.value(0)
+    if x.type.rank != 4:
+        raise ctx.error(f"{ctx.node.op_type} needs a 4-D NCHW tensor, got {x.type}")
+    bs, mode = int(ctx.attr("blocksize", 0)), ctx.attr("mode", "DCR")
+    n, c, h, w = x.type.dims
+    k = Dim.of(bs)
+    if bs < 1 or mode not in ("DCR", "CRD"):
+        raise ctx.error(f"blocksize {bs} must be positive and mode {mode!r} DCR or CRD")
+    if ctx.node.op_type == "DepthToSpace":
+        depth = divide_dim(c, k * k)
+        if depth is None:
+            raise ctx.error(f"{c} channels do not divide by blocksize^2 = {bs * bs}")
+        split, perm = ([n, k, k, depth, h, w], [0, 3, 4, 1, 5, 2]) if mode == "DCR" else \
+            ([n, depth, k, k, h, w], [0, 1, 4, 2, 5, 3])
+        out = [n, depth, h * k, w * k]
+    else:
+        rows, cols = divide_dim(h, k), divide_dim(w, k)
+        if rows is None or cols is None:
+            raise ctx.error(f"the image {h}x{w} does not divide into blocks of {bs}")
+        split = [n, c, rows, k, cols, k]
+        perm = [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]
+        out = [n, c * k * k, rows, cols]
+    y = ctx.op("transpose", ctx.op("reshape", x, shape=split), perm=perm)
+    return [ctx.op("reshape", y, shape=out)]
+
+
+@converts("CenterCropPad")
+def center_crop_pad(ctx: Context) -> Sequence[Tensor]:
+    """Each of the given axes cut or zero-padded to its target length around the centre: a crop
+    starts at (size - target) // 2, a pad puts its odd pixel at the end."""
+    x = ctx.value(0)
+    rank = x.type.rank
+    target = ctx.ints(1, "the target shape")
+    axes = [normalize_axis(ctx, a, rank) for a in ctx.attr("axes", list(range(rank)))]
+    if len(axes) != len(target) or len(set(axes)) != len(axes):
+        raise ctx.error(f"shape {target} must give one length for each of the axes {axes}")
+    start, size = [0] * rank, list(x.type.dims)
+    low, high = [0] * rank, [0] * rank
+    for a, t in zip(axes, target, strict=True):
+        n = x.type.dims[a].const
+        if n is None:
+            raise ctx.error(f"axis {a} ({x.type.dims[a]}) must be static to be cropped or padded")
+        if n > t:
+            start[a], size[a] = (n - t) // 2, Dim.of(t)
+        elif n < t:
+            low[a], high[a] = (t - n) // 2, t - n - (t - n) // 2
+    if size != list(x.type.dims):
+        x = ctx.op("slice", x, start=start, size=size, stride=[1] * rank)
+    if any(low) or any(high):
+        x = ctx.op("pad", x, low=low, high=high, mode="constant", value=0)
+    return [x]
