@@ -5,6 +5,8 @@ perturbing every input and every intermediate result by a relative u moves the v
 about u * B. Inputs and constants contribute their magnitude, every rounded op its result's
 magnitude, and each op passes its operands' bounds on through its derivative: B(x + y) =
 B(x) + B(y) + |x + y|, B(x * y) = |y| B(x) + |x| B(y) + |x y|, B(exp x) = |exp x| B(x) + |exp x|.
+Rounding to integers (floor, ceil, round) passes B on, but where its operand is within rounding
+of a step the result may jump by 1, and B there covers the jump.
 
 The approx check allows a difference of k * eps * B on the side being rewritten. Unlike a
 tolerance scaled to the largest value computed anywhere, this bound is relative where the
@@ -22,15 +24,19 @@ import numpy as np
 from tcp_rules.ir import Apply, Func, Param, Value
 from tcp_rules.ops import IDENTITY_OPS, MATMULS, OPS
 from tcp_rules.ops.fusion import regrouped_rows
-from tcp_rules.types import DType, TensorType, is_float_array
+from tcp_rules.types import DType, TensorType, finfo, is_float_array
 
 Arr = np.ndarray
 
 # Ops that move or copy elements without rounding: bounds move with their elements.
 LAYOUT = frozenset(n for n, op in OPS.items() if op.category == "movement") | IDENTITY_OPS
-# Ops that pick one of their operands' elements (or a rounding of one): the bound passes through.
-PASS = frozenset({"neg", "abs", "floor", "ceil", "round", "round_even", "clamp", "max", "min",
-                  "reduce_max", "reduce_min"})
+# Ops that pick one of their operands' elements: the bound passes through.
+PASS = frozenset({"neg", "abs", "clamp", "max", "min", "reduce_max", "reduce_min"})
+# Rounding to integers: the bound passes through too, except near a step (see _rounding).
+ROUNDING = frozenset({"floor", "ceil", "round", "round_even"})
+# "Near a step": within this many eps of the operand's magnitude plus its bound. The approx
+# check's own factor is 64 + 8 per reduced term; this covers reductions of ~1000 terms.
+_NEAR = 8192.0
 COMPARE = frozenset(n for n, op in OPS.items() if op.category == "compare")
 
 
@@ -98,6 +104,8 @@ def _apply(v: Apply, args: list[Arr], bounds: list[Arr], out: Arr) -> Arr:
         return bounds[0] + mag if _is_float(args[0]) else mag
     if name == "select":
         return np.where(args[0], bounds[1], bounds[2])
+    if name in ROUNDING:
+        return _rounding(name, args[0].astype(np.float64), bounds[0], out)
     if name in PASS:
         if len(bounds) == 2:
             return np.maximum(bounds[0], bounds[1])
@@ -122,6 +130,19 @@ def _apply(v: Apply, args: list[Arr], bounds: list[Arr], out: Arr) -> Arr:
         worst = max((float(b.max(initial=0.0)) for b in bounds), default=0.0)
         return np.full(out.shape, worst) + mag
     return got + mag
+
+
+def _rounding(name: str, x: Arr, b: Arr, out: Arr) -> Arr:
+    """B of floor, ceil, round or round_even of ``x``: B(x), but where x lies within its own
+    rounding error of a step (an integer; for the roundings a half), the other side's x may
+    fall past it and its result be 1 apart. There the bound covers that jump: 1 / (64 eps), so
+    that the approx check's k eps B (k >= 64) is at least 1. Found by the differential fuzz
+    test: floor(x - (x - y)) rewritten to floor(y) is 1 apart where x - (x - y) rounds to just
+    below an integer y."""
+    eps = float(finfo(out.dtype).eps)
+    step = np.round(x) if name in ("floor", "ceil") else np.floor(x) + 0.5
+    near = np.abs(x - step) <= _NEAR * eps * (np.abs(x) + b)
+    return np.where(near, np.maximum(b, 1.0 / (64.0 * eps)), b)
 
 
 def bound(func: Func, trace: dict[int, Arr], result: Value) -> Arr:
