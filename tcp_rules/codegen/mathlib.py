@@ -121,8 +121,7 @@ def exp(e: IR, x: ir.Value, how: str | None = None) -> ir.Value:
         return exp_fast(e, x)
     if how == "ldexp":
         # Vectors take vscalefps on n as a float where the target has it for every width.
-        scalef = log_strategy() == "avx512"
-        return widened(e, "expf", x, _exp_ldexp) if scalef else _exp_ldexp(e, x)
+        return widened(e, "expf", x, _exp_ldexp) if _masked_avx512() else _exp_ldexp(e, x)
     c = lambda v: e.const(x.type, v)  # noqa: E731
     # Beyond these bounds the result is inf or rounds to 0; clamping keeps n in range. The
     # clamps keep NaN, and every step after them propagates it. Below -104 the result is +0:
@@ -155,7 +154,7 @@ def _exp_ldexp(e: IR, x: ir.Value) -> ir.Value:
     k, r = _exp_reduce(e, xc)
     p = e.poly(r, _EXP6)
     width = _AVX512_MASKED.get(getattr(x.type, "count", 0))
-    if width is None or log_strategy() != "avx512":
+    if width is None or not _masked_avx512():
         return scale(e, p, _exp_n(e, k), "ldexp")
     name, mask_ty, rounding = width
     return e.intrinsic(f"x86.avx512.mask.scalef.ps.{name}",
@@ -185,12 +184,18 @@ def exp_beyond_fast(e: IR, guard: ir.Value) -> ir.Value:
     return e.b.icmp_unsigned(">", e.b.load(guard), ir.Constant(I32, bound))
 
 
+def _masked_avx512(target: jit.Target | None = None) -> bool:
+    """Whether the target (default: the current one) has the masked AVX-512 intrinsics of
+    _AVX512_MASKED at every vector width (AVX-512F with VL)."""
+    t = target or jit.target()
+    return t.has("avx512f") and t.has("avx512vl")
+
+
 def log_strategy(target: jit.Target | None = None) -> str:
     """How vectors split x into 2**n (1 + f) for log on the target (default: the current one):
     "avx512" (vgetexpps and vgetmantps, which also give the special values), else "bits"
     (integer arithmetic on the bits)."""
-    t = target or jit.target()
-    return "avx512" if t.has("avx512f") and t.has("avx512vl") else "bits"
+    return "avx512" if _masked_avx512(target) else "bits"
 
 
 def _log_split_bits(e: IR, x: ir.Value) -> tuple[ir.Value, ir.Value]:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tcp_rules.frontends.onnx.composite import matmul_values
+from tcp_rules.frontends.onnx.composite import matmul_values, softmax_values
 from tcp_rules.frontends.onnx.context import Context, Tensor, converts, onnx_dtype
 from tcp_rules.ir import Value
 from tcp_rules.types import Dim, DType
@@ -95,16 +95,17 @@ def _heads(ctx: Context, q: Value, k: Value, v: Value) -> tuple[Value, Value, Va
         return q, k, v
     if q_heads is None or kv_heads is None:
         raise ctx.error("3-D Q, K and V need the q_num_heads and kv_num_heads attributes")
-    return tuple(_split(ctx, t, n, what)  # type: ignore[return-value]
-                 for t, n, what in ((q, q_heads, "Q"), (k, kv_heads, "K"), (v, kv_heads, "V")))
+    return tuple(ctx.op("transpose", _by_head(ctx, t, n, what), perm=[0, 2, 1, 3])
+                 for t, n, what in ((q, q_heads, "Q"), (k, kv_heads, "K"),
+                                    (v, kv_heads, "V")))  # type: ignore[return-value]
 
 
-def _split(ctx: Context, x: Value, heads: int, what: str) -> Value:
+def _by_head(ctx: Context, x: Value, heads: int, what: str) -> Value:
+    """[batch, seq, hidden] as [batch, seq, heads, hidden / heads]."""
     batch, seq, hidden = x.type.dims
     if hidden.const is None or heads <= 0 or hidden.const % heads:
         raise ctx.error(f"{what}'s hidden size {hidden} does not split into {heads} heads")
-    x = ctx.op("reshape", x, shape=[batch, seq, Dim.of(heads), Dim.of(hidden.const // heads)])
-    return ctx.op("transpose", x, perm=[0, 2, 1, 3])
+    return ctx.op("reshape", x, shape=[batch, seq, Dim.of(heads), Dim.of(hidden.const // heads)])
 
 
 def _root_scale(ctx: Context, head: Dim, dt: DType) -> float:
@@ -134,26 +135,15 @@ def _repeat(ctx: Context, x: Value, q_heads: Dim) -> Value:
 
 
 def _softmax(ctx: Context, x: Value) -> Value:
-    """The softmax over the last axis, with the reference's results where a row is all -inf:
-    zeros, not NaN. The reference shifts such a row by 0 and divides its zero sum by 1; here
-    the max is raised to the lowest float (exp(-inf - lowest) = 0) and the sum to the least
-    normal (0 / that = 0), which changes no other row (a finite max makes the sum at least 1):
-    a max, not a select, so the softmax still fuses into one row kernel with the matmuls.
-    softmax_precision rounds the scores to its type first and the probabilities to it after."""
+    """The softmax over the last axis, rows that are all -inf giving zeros as the reference's do
+    (composite.softmax_values); softmax_precision rounds the scores to its type first and the
+    probabilities to it after."""
     work = x.type.dtype
     prec = ctx.attr("softmax_precision")
     if prec is not None:
         x = ctx.cast(x, onnx_dtype(int(prec), "softmax_precision"))
     rounded = x.type.dtype
-    x = ctx.widen(x)
-    axis = x.type.rank - 1
-    info = np.finfo(x.type.dtype.np_dtype)
-    m = ctx.op("reduce_max", x, axes=[axis], keepdims=True)
-    m = ctx.op("max", m, ctx.scalar(float(info.min), m))
-    e = ctx.op("exp", ctx.op("sub", x, ctx.broadcast_to(m, x.type.dims)))
-    s = ctx.op("reduce_sum", e, axes=[axis], keepdims=True)
-    s = ctx.op("max", s, ctx.scalar(float(info.tiny), s))
-    p = ctx.op("div", e, ctx.broadcast_to(s, x.type.dims))
+    p = softmax_values(ctx, ctx.widen(x), x.type.rank - 1, empty_rows=True)
     return ctx.cast(ctx.cast(p, rounded), work)
 
 
@@ -255,7 +245,7 @@ def rotary_embedding(ctx: Context) -> Sequence[Tensor]:
         heads = ctx.attr("num_heads")
         if not heads:
             raise ctx.error("a 3-D input needs the num_heads attribute")
-        x = ctx.op("transpose", _split(ctx, x, int(heads), "the input"), perm=[0, 2, 1, 3])
+        x = _by_head(ctx, x, int(heads), "the input")
     else:
         raise ctx.error(f"the input must be 3-D or 4-D, got rank {rank}")
     batch, seq, heads_dim, head = x.type.dims

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from tcp_rules.frontends.onnx.context import Context, Tensor, converts, normalize_axis
 from tcp_rules.ir import Value
 from tcp_rules.types import Dim, DType, dims_product
@@ -139,11 +141,23 @@ def _softmax_axis(ctx: Context, x: Value) -> tuple[Value, int, list[Dim] | None]
     return flat, 1, dims
 
 
-def softmax_values(ctx: Context, x: Value, axis: int, log: bool = False) -> Value:
-    m = ctx.broadcast_to(reduce(ctx, "reduce_max", x, [axis], True), x.type.dims)
-    shifted = ctx.op("sub", x, m)
+def softmax_values(ctx: Context, x: Value, axis: int, log: bool = False,
+                   empty_rows: bool = False) -> Value:
+    """The (log-)softmax along ``axis``. With ``empty_rows``, a row that is all -inf gives
+    zeros (Attention's rule) where ONNX's Softmax gives NaN: its max is raised to the lowest
+    float (exp(-inf - lowest) = 0) and its sum to the least normal (0 / that = 0), which
+    changes no other row (a finite max makes the sum at least 1); maxes, not selects, so the
+    softmax still fuses into one row kernel."""
+    info = np.finfo(x.type.dtype.np_dtype) if empty_rows else None
+    m = reduce(ctx, "reduce_max", x, [axis], True)
+    if info is not None:
+        m = ctx.op("max", m, ctx.scalar(float(info.min), m))
+    shifted = ctx.op("sub", x, ctx.broadcast_to(m, x.type.dims))
     e = ctx.op("exp", shifted)
-    s = ctx.broadcast_to(reduce(ctx, "reduce_sum", e, [axis], True), x.type.dims)
+    s = reduce(ctx, "reduce_sum", e, [axis], True)
+    if info is not None:
+        s = ctx.op("max", s, ctx.scalar(float(info.tiny), s))
+    s = ctx.broadcast_to(s, x.type.dims)
     if log:
         return ctx.op("sub", shifted, ctx.op("log", s))
     return ctx.op("div", e, s)

@@ -23,6 +23,7 @@ from tcp_rules.frontends.onnx.conv import (
     windows,
 )
 from tcp_rules.ir import Value
+from tcp_rules.ops import identity_value
 from tcp_rules.types import Dim
 
 
@@ -47,7 +48,7 @@ def max_pool(ctx: Context) -> Sequence[Tensor]:
         raise ctx.error("MaxPool's Indices output is not supported")
     x = ctx.value(0)
     kernel, strides, dilations, ceil = _window(ctx, x.type.rank)
-    fill = -math.inf if x.type.dtype.is_float else int(np.iinfo(x.type.dtype.np_dtype).min)
+    fill = identity_value(-math.inf, x.type.dtype)  # reduce_max's identity
     cols, out = windows(ctx, x, kernel, strides, dilations, fill, ceil)
     return [_unflatten(ctx, ctx.op("reduce_max", cols, axes=[2], keepdims=False), out)]
 

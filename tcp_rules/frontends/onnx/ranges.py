@@ -24,6 +24,7 @@ from tcp_rules.frontends.onnx.context import (
 )
 from tcp_rules.frontends.onnx.folding import divide_dim
 from tcp_rules.ir import Value
+from tcp_rules.ops import identity_value
 from tcp_rules.types import Dim, DType
 
 
@@ -124,12 +125,7 @@ def _extreme(ctx: Context, x: Value, axis: int, largest: bool, last: bool = Fals
     met, int64), both keeping the axis, over the elements ``among`` marks (all by default).
     The extreme is NaN if any candidate is NaN, as TCP's reductions give it, and its index
     then the first (or last) NaN's, as NumPy's argmax finds it."""
-    neutral: float | int
-    if x.type.dtype.is_float:
-        neutral = -math.inf if largest else math.inf
-    else:
-        info = np.iinfo(x.type.dtype.np_dtype)
-        neutral = int(info.min if largest else info.max)
+    neutral = identity_value(-math.inf if largest else math.inf, x.type.dtype)
     xs = x if among is None else ctx.op("select", among, x, ctx.scalar(neutral, x))
     ext = ctx.op("reduce_max" if largest else "reduce_min", xs, axes=[axis], keepdims=True)
     hit = ctx.op("eq", x, ctx.broadcast_to(ext, x.type.dims))
