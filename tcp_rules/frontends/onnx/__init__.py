@@ -17,6 +17,7 @@ from tcp_rules.frontends.onnx import (  # noqa: F401 (registers)
     pools,
     quantize,
     ranges,
+    resize,
 )
 from tcp_rules.frontends.onnx.context import CONVERTERS, INLINE_LIMIT, NeedsConstant
 from tcp_rules.frontends.onnx.model import import_model, import_onnx, load_model
