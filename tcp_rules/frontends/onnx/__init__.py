@@ -10,6 +10,7 @@ from tcp_rules.frontends.onnx import (  # noqa: F401 (registers)
     attention,
     composite,
     conv,
+    einsum,
     elementwise,
     gathers,
     losses,
