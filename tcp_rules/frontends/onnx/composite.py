@@ -1,5 +1,6 @@
 """ONNX ops that are compositions in TCP: MatMul of any rank, Gemm, the reductions, Softmax and
-LogSoftmax, LayerNormalization, RMSNormalization, BatchNormalization and LpNormalization.
+LogSoftmax, LayerNormalization, RMSNormalization, BatchNormalization, InstanceNormalization,
+GroupNormalization and LpNormalization.
 
 They are expanded into TCP ops on purpose: the rules then see (and can fuse or simplify) every
 step, where a monolithic op would hide them.
@@ -186,20 +187,23 @@ def _affine(ctx: Context, y: Value, dtype: DType, scale: int, bias: int | None) 
     return y
 
 
-@converts("LayerNormalization")
-def layer_norm(ctx: Context) -> Sequence[Tensor]:
-    assert ctx.node is not None
-    x0 = ctx.value(0)
-    x = _stash(ctx, x0)
-    axis = normalize_axis(ctx, ctx.attr("axis", -1), x.type.rank)
-    axes = list(range(axis, x.type.rank))
-    eps = ctx.attr("epsilon", 1e-5)
+def _standardize(ctx: Context, x: Value, axes: list[int]) -> tuple[Value, Value, Value]:
+    """((x - mean) / sqrt(var + epsilon) over ``axes``, the mean, 1 / sqrt(var + epsilon)),
+    the last two with ``axes`` kept as size 1."""
     mu = mean(ctx, x, axes, True)
     d = ctx.op("sub", x, ctx.broadcast_to(mu, x.type.dims))
     var = mean(ctx, ctx.op("mul", d, d), axes, True)
-    inv = ctx.op("rsqrt", ctx.op("add", var, ctx.scalar(eps, var)))
-    y = _affine(ctx, ctx.op("mul", d, ctx.broadcast_to(inv, x.type.dims)), x0.type.dtype, 1, 2)
-    return [y, mu, inv]
+    inv = ctx.op("rsqrt", ctx.op("add", var, ctx.scalar(ctx.attr("epsilon", 1e-5), var)))
+    return ctx.op("mul", d, ctx.broadcast_to(inv, x.type.dims)), mu, inv
+
+
+@converts("LayerNormalization")
+def layer_norm(ctx: Context) -> Sequence[Tensor]:
+    x0 = ctx.value(0)
+    x = _stash(ctx, x0)
+    axis = normalize_axis(ctx, ctx.attr("axis", -1), x.type.rank)
+    y, mu, inv = _standardize(ctx, x, list(range(axis, x.type.rank)))
+    return [_affine(ctx, y, x0.type.dtype, 1, 2), mu, inv]
 
 
 @converts("RMSNormalization")
@@ -214,6 +218,47 @@ def rms_norm(ctx: Context) -> Sequence[Tensor]:
     return [_affine(ctx, y, x0.type.dtype, 1, None)]
 
 
+def _per_channel(ctx: Context, i: int, like: Value) -> Value:
+    """Input ``i``, one value per channel (axis 1), broadcast to ``like``'s shape."""
+    v = ctx.cast(ctx.value(i), like.type.dtype)
+    if v.type.rank != 1 or v.type.dims[0] != like.type.dims[1]:
+        raise ctx.error(f"input {i} must be [{like.type.dims[1]}], one value per channel, got "
+                        f"{v.type}")
+    return ctx.op("broadcast", v, shape=list(like.type.dims), dims=[1])
+
+
+@converts("InstanceNormalization")
+def instance_norm(ctx: Context) -> Sequence[Tensor]:
+    """Each image's channels standardized over their pixels, then scaled and shifted per
+    channel; f16/bf16 computed in f32 and rounded once."""
+    x0 = ctx.value(0)
+    x = ctx.widen(x0)
+    if x.type.rank < 3:
+        raise ctx.error(f"InstanceNormalization needs an input of rank 3 or more, got {x.type}")
+    y, _, _ = _standardize(ctx, x, list(range(2, x.type.rank)))
+    y = ctx.op("add", ctx.op("mul", y, _per_channel(ctx, 1, y)), _per_channel(ctx, 2, y))
+    return [ctx.cast(y, x0.type.dtype)]
+
+
+@converts("GroupNormalization")
+def group_norm(ctx: Context) -> Sequence[Tensor]:
+    """Each image's groups of channels standardized together (in f32 with stash_type 1, the
+    default), then scaled and shifted per channel (opset 21; ONNX's checker refuses the
+    per-group form of opset 18 as deprecated)."""
+    x0 = ctx.value(0)
+    x = _stash(ctx, x0)
+    groups = int(ctx.attr("num_groups", 0))
+    c = x.type.dims[1].const if x.type.rank >= 2 else None
+    if c is None or groups < 1 or c % groups:
+        raise ctx.error(f"GroupNormalization needs static channels that num_groups={groups} "
+                        f"divides, got {x.type}")
+    n, rest = x.type.dims[0], dims_product(x.type.dims[2:])
+    grouped = ctx.op("reshape", x, shape=[n, Dim.of(groups), Dim.of(c // groups) * rest])
+    y, _, _ = _standardize(ctx, grouped, [2])
+    y = ctx.cast(ctx.op("reshape", y, shape=list(x.type.dims)), x0.type.dtype)
+    return [ctx.op("add", ctx.op("mul", y, _per_channel(ctx, 1, y)), _per_channel(ctx, 2, y))]
+
+
 @converts("BatchNormalization")
 def batch_norm(ctx: Context) -> Sequence[Tensor]:
     if ctx.attr("training_mode", 0):
@@ -221,16 +266,11 @@ def batch_norm(ctx: Context) -> Sequence[Tensor]:
     x = ctx.value(0)
     if x.type.rank < 2:
         raise ctx.error("BatchNormalization needs an input of rank 2 or more")
-
-    def per_channel(i: int) -> Value:
-        v = ctx.value(i)
-        return ctx.op("broadcast", v, shape=list(x.type.dims), dims=[1])
-
     eps = ctx.attr("epsilon", 1e-5)
-    var = per_channel(4)
+    var = _per_channel(ctx, 4, x)
     inv = ctx.op("rsqrt", ctx.op("add", var, ctx.scalar(eps, var)))
-    y = ctx.op("mul", ctx.op("sub", x, per_channel(3)), inv)
-    return [ctx.op("add", ctx.op("mul", y, per_channel(1)), per_channel(2))]
+    y = ctx.op("mul", ctx.op("sub", x, _per_channel(ctx, 3, x)), inv)
+    return [ctx.op("add", ctx.op("mul", y, _per_channel(ctx, 1, x)), _per_channel(ctx, 2, x))]
 
 
 @converts("LpNormalization")
