@@ -168,6 +168,33 @@ def test_data_movement(case: int, fuse: bool) -> None:
     assert_same(got, ref, f"case {case}")
 
 
+@pytest.mark.parametrize("from_data", [False, True])
+def test_an_index_kernel_of_iotas_is_recomputed_where_read(from_data: bool) -> None:
+    """A kernel whose body is computed from iotas alone (im2col's window positions) is read
+    inline by the gather, not written to memory and read back; one that reads a tensor is
+    materialized as before. Both give the reference's values, out-of-range indices clamped."""
+    f = tb.FuncBuilder("g")
+    x = f.param("x", "f32[5, 40]")
+    shape = [3, 4, 6]
+    i0, i1, i2 = (tb.iota(shape=shape, axis=a, dtype="i32") for a in range(3))
+    body = tb.add(tb.mul(tb.load(i0), tb.splat(value=9, shape=shape, dtype="i32")),
+                  tb.add(tb.load(i1), tb.mul(tb.load(i2), tb.splat(value=3, shape=shape,
+                                                                   dtype="i32"))))
+    if from_data:
+        y = f.param("y", "i32[3, 4, 6]")
+        body = tb.add(body, tb.load(y))
+    f.ret(tb.gather(x, tb.kernel(body), axis=1))
+    func = f.finish()
+    arrays = [np.arange(200, dtype=np.float32).reshape(5, 40)]
+    if from_data:
+        arrays.append(np.full(shape, 7, np.int32))
+    compiled = compile_func(func)
+    (got,) = compiled(*arrays)
+    (ref,) = evaluate(func, arrays)
+    assert_same(got, ref, "gather")
+    assert len(compiled.plan.steps) == (2 if from_data else 1)
+
+
 @pytest.mark.parametrize("dt", [F32, F64, I32, I64])
 @pytest.mark.parametrize(("m", "k", "n"), [(1, 1, 1), (7, 13, 33), (17, 64, 40), (33, 5, 70)])
 def test_matmul(dt: DType, m: int, k: int, n: int) -> None:

@@ -360,7 +360,13 @@ class Lowerer:
         if name == "load":
             return Src(None, self._reader(v.operands[0]))
         if name == "kernel":
-            return self.materialize(v, self.src[id(v.operands[0])])
+            body = self.src[id(v.operands[0])]
+            if _from_indices(v.operands[0]):
+                # computed from the loop indices alone (a gather's window positions): inline
+                # where it is read, affine there, where a buffer would be streamed from memory
+                # (materialized on demand: buf_of)
+                return Src(None, body.template, body.ops)
+            return self.materialize(v, body)
         if name in ("broadcast", "transpose", "slice"):
             return self.view(v)
         if name == "reshape":
@@ -582,6 +588,26 @@ class Lowerer:
                               at["mode"], value, dt, kb.size)
             return read(idx)
         return Src(None, tmpl, 1)
+
+
+def _from_indices(body: Value) -> bool:
+    """Whether a kernel body is computed from iotas and constants alone, by elementwise ops."""
+    seen: set[int] = set()
+    todo = [body]
+    while todo:
+        u = todo.pop()
+        if id(u) in seen:
+            continue
+        seen.add(id(u))
+        if not isinstance(u, Apply):
+            return False
+        name = u.op.name
+        if name in ("iota", "splat"):
+            continue
+        if name != "load" and u.op.category not in ("unary", "binary", "compare", "cast"):
+            return False
+        todo.extend(u.operands)
+    return True
 
 
 def _vector_product(v: Apply) -> bool:
