@@ -83,7 +83,7 @@ def gather_nd(ctx: Context) -> Sequence[Tensor]:
             lin = lin + offsets * int(sizes.prod())
         linear: Value = ctx.as_value(np.array(lin, np.int64), "indices")  # 0-d stays 0-d
     else:
-        linear = _linear_index(ctx, ctx.cast(ctx.as_value(t, "indices"), DType.I64), indexed,
+        linear = linear_index(ctx, ctx.cast(ctx.as_value(t, "indices"), DType.I64), indexed,
                                strides, out_lead)
         if offsets is not None:
             at = ctx.as_value(np.array(offsets), "batch_offsets")
@@ -93,7 +93,7 @@ def gather_nd(ctx: Context) -> Sequence[Tensor]:
     return [ctx.op("gather", ctx.as_value(flat), linear, axis=0)]
 
 
-def _linear_index(ctx: Context, idx: Value, sizes: Sequence[Dim], strides: Sequence[Dim],
+def linear_index(ctx: Context, idx: Value, sizes: Sequence[Dim], strides: Sequence[Dim],
                   lead: Sequence[Dim]) -> Value:
     """sum_j clamp(wrap(idx[..., j])) * stride_j over the last axis of ``idx``, in TCP ops."""
     q = idx.type.rank
@@ -101,7 +101,7 @@ def _linear_index(ctx: Context, idx: Value, sizes: Sequence[Dim], strides: Seque
     for j, (size, stride) in enumerate(zip(sizes, strides, strict=True)):
         part = ctx.op("slice", idx, start=[0] * (q - 1) + [j], size=[*lead, Dim.of(1)],
                       stride=[1] * q)
-        part = _into_axis(ctx, ctx.op("reshape", part, shape=list(lead)), size)
+        part = into_axis(ctx, ctx.op("reshape", part, shape=list(lead)), size)
         if stride != Dim.of(1):
             part = ctx.op("mul", part, ctx.dim_value(stride, part))
         total = part if total is None else ctx.op("add", total, part)
@@ -109,7 +109,7 @@ def _linear_index(ctx: Context, idx: Value, sizes: Sequence[Dim], strides: Seque
     return total
 
 
-def _into_axis(ctx: Context, idx: Value, size: Dim) -> Value:
+def into_axis(ctx: Context, idx: Value, size: Dim) -> Value:
     """Indices into an axis of ``size``: negative ones wrapped, then each clamped into the
     axis, as TCP's gather clamps (not into the next row through a linear index)."""
     idx = ctx.wrapped(idx, size)
@@ -150,7 +150,7 @@ def gather_elements(ctx: Context) -> Sequence[Tensor]:
         lin = np.tensordot(np.array([int(s.const) for s in strides]),  # type: ignore[arg-type]
                            pos, axes=1)
         return [ctx.op("gather", ctx.as_value(flat), ctx.as_value(lin, "indices"), axis=0)]
-    idx = _into_axis(ctx, ctx.cast(ctx.as_value(t, "indices"), DType.I64), dims[axis])
+    idx = into_axis(ctx, ctx.cast(ctx.as_value(t, "indices"), DType.I64), dims[axis])
     total: Value | None = None
     for k, stride in enumerate(strides):
         part = idx if k == axis else ctx.op("iota", shape=out, axis=k, dtype=DType.I64)
