@@ -18,6 +18,7 @@ from tcp_rules.frontends.onnx import (  # noqa: F401 (registers)
     pools,
     quantize,
     ranges,
+    recurrent,
     resize,
     scatters,
 )
