@@ -238,3 +238,27 @@ def test_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import_fails(_model("RNN", [3, 1, 2], {"W": w, "R": r},
                         {"hidden_size": 4, "activations": ["Swish"]}), tmp_path, capsys,
                  "activation 'Swish' is not one of the operators' activations")
+
+
+@pytest.mark.parametrize("engine", ["compiled", "optimized"])
+def test_a_recurrent_network_exported_by_pytorch(engine: str) -> None:
+    """tests/data/onnx/rnn.onnx (export_rnn.py): a two-layer bidirectional LSTM, a GRU and a
+    linear layer, batch symbolic; within 2 E of PyTorch's own outputs (rnn_expected.npz) at
+    batch sizes 1 and 3."""
+    data = Path(__file__).parent / "data" / "onnx"
+    from tcp_rules.frontends.onnx import import_onnx
+    from tcp_rules.optimize import OptOptions
+    from tcp_rules.pipeline import optimize_func, run_func
+    from tcp_rules.rules.library import load_standard_library
+
+    imported = import_onnx(data / "rnn.onnx")
+    plain = imported.module.funcs[0]
+    assert str(plain.params[0].type.dims[0]) == "batch"
+    func = optimize_func(plain, load_standard_library().rules, OptOptions()).func \
+        if engine == "optimized" else plain
+    expected = np.load(data / "rnn_expected.npz")
+    for batch in (1, 3):
+        arrays = {"tokens": expected[f"x{batch}"], **imported.weights}
+        (got,) = run_func(func, [arrays[p.param] for p in func.params], "compiled")
+        _, (bound,) = error_bounds(plain, [arrays[p.param] for p in plain.params])
+        assert_within(got, expected[f"y{batch}"], 2 * bound, f"{engine} batch {batch}")
