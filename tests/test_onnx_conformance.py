@@ -49,6 +49,11 @@ ROUNDED_PER_NODE = frozenset({
 # broadcast reciprocal computed once) moves one element across a rounding tie (-2.5 quantizes to
 # 25, not 26). Within the rule's contract; `--allow exact` gives 26. Strict, as above.
 APPROX_AT_A_TIE = frozenset({("test_dynamicquantizelinear_expanded", "optimized")})
+# The inverse DFT of a signal whose imaginary outputs cancel: ONNX's expected values come from
+# NumPy's FFT in single precision (complex64 inputs), whose rounding leaves 1.9e-7 where the
+# exact value is -7e-16 (NumPy's float64 FFT), beyond the cases' atol of 1e-7. Ours computes in
+# f64 and gives 3e-15 (tests/test_onnx_signal.py checks against the float64 FFT). Strict.
+SINGLE_PRECISION_FFT = frozenset({"test_dft_inverse", "test_dft_inverse_opset19"})
 FULL = os.environ.get("TCPR_CONFORMANCE") == "all"
 SAMPLE = {"reference": 1, "compiled": 1 if FULL else 3, "optimized": 1 if FULL else 12}
 
@@ -83,6 +88,9 @@ def _params() -> list[object]:
                 marks = [pytest.mark.xfail(strict=True, reason="expected outputs rounded to bf16 "
                                            "at every step, ours otherwise")] \
                     if name in ROUNDED_PER_NODE else []
+                if name in SINGLE_PRECISION_FFT:
+                    marks = [pytest.mark.xfail(strict=True, reason="expected outputs from a "
+                                               "single-precision FFT")]
                 if (name, engine) in APPROX_AT_A_TIE:
                     marks = [pytest.mark.xfail(strict=True, reason="an approx rule moves a "
                                                "value across a rounding tie")]

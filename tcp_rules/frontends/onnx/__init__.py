@@ -21,6 +21,7 @@ from tcp_rules.frontends.onnx import (  # noqa: F401 (registers)
     recurrent,
     resize,
     scatters,
+    signal,
 )
 from tcp_rules.frontends.onnx.context import CONVERTERS, INLINE_LIMIT, NeedsConstant
 from tcp_rules.frontends.onnx.model import import_model, import_onnx, load_model

@@ -99,11 +99,11 @@ def windows(ctx: Context, x: Value, window: Sequence[int], strides: Sequence[int
                    value=fill)
     padded = [s + b + e for s, b, e in zip(sizes, begin, end, strict=True)]
     image = ctx.op("reshape", x, shape=[*lead, Dim.of(math.prod(padded))])
-    index = _window_positions(padded, window, strides, dilations, out)
+    index = window_positions(padded, window, strides, dilations, out)
     return ctx.op("gather", image, index, axis=2), out
 
 
-def _window_positions(padded: Sequence[int], window: Sequence[int], strides: Sequence[int],
+def window_positions(padded: Sequence[int], window: Sequence[int], strides: Sequence[int],
                       dilations: Sequence[int], out: Sequence[int]) -> Value:
     """[*window, *out]: where window element k of output p lies in the flattened padded image,
     sum_i (p_i * stride_i + k_i * dilation_i) * (the image's stride along axis i). Built from
