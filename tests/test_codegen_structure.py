@@ -143,6 +143,13 @@ MOVES = [
     ("f32[N, 3]", lambda x: tb.concat(x, x, axis=0)),
     ("f32[N, 3]", lambda x: tb.gather(x, tb.dense(value=[2, -1, 0, 99, 1], dtype="i32"),
                                       axis=0)),
+    # a constant pad a gather reads, so materialized (the value, then x over the interior)
+    ("f32[N, 3]", lambda x: tb.gather(tb.pad(x, low=[1, 2], high=[2, 1], mode="constant",
+                                             value=-2.5),
+                                      tb.dense(value=[0, 3, 5, 2], dtype="i32"), axis=1)),
+    ("i32[N, 3]", lambda x: tb.gather(tb.pad(tb.neg(x), low=[0, 1], high=[3, 0],
+                                             mode="constant", value=7),
+                                      tb.dense(value=[1, 0], dtype="i32"), axis=0)),
     ("f32[N, 3]", lambda x: tb.add(x, tb.splat(value=2.5, shape=["N", 3], dtype="f32"))),
     ("f32[7, 3]", lambda x: tb.mul(tb.transpose(tb.transpose(x, perm=[1, 0]), perm=[1, 0]),
                                    tb.dense(value=[[1.0, 2.0, 3.0]] * 7, dtype="f32"))),
