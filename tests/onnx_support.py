@@ -1,5 +1,6 @@
 """Helpers the ONNX frontend tests share: a model's output shapes filled in, a model run on
-one engine, and an import that must fail with a clear error."""
+one engine, an exported model checked against onnxruntime, and an import that must fail with a
+clear error."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from numerics import assert_within, error_bounds
 
 from tcp_rules.cli import main
 from tcp_rules.frontends.onnx import import_model
@@ -49,3 +51,22 @@ def import_fails(model: onnx.ModelProto, tmp_path: Path, capsys: pytest.CaptureF
     assert "Traceback" not in err
     for n in needles:
         assert n in err, err
+
+
+def assert_matches_onnxruntime(path: Path, engine: str, shapes: list[tuple[int, ...]],
+                               name: str = "images") -> None:
+    """The model at ``path`` (its batch symbolic) imported, optimized for the "optimized"
+    engine, and run at each input shape within 2 E (tests/numerics.py) of onnxruntime."""
+    ort = pytest.importorskip("onnxruntime")
+    imported = import_model(onnx.load(path))
+    plain = imported.module.funcs[0]
+    assert str(plain.params[0].type.dims[0]) == "batch"
+    func = optimize_func(plain, load_standard_library().rules, OptOptions()).func \
+        if engine == "optimized" else plain
+    for shape in shapes:
+        x = np.random.default_rng(shape[0]).standard_normal(shape).astype(np.float32)
+        (want,) = ort.InferenceSession(str(path)).run(None, {name: x})
+        arrays = {name: x, **imported.weights}
+        (got,) = run_func(func, [arrays[p.param] for p in func.params], "compiled")
+        _, (bound,) = error_bounds(plain, [arrays[p.param] for p in plain.params])
+        assert_within(got, want, 2 * bound, f"{engine} {shape}")

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numerics import assert_within, error_bounds
-from onnx_support import import_fails, with_output_shapes
+from onnx_support import assert_matches_onnxruntime, import_fails, with_output_shapes
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -152,21 +152,7 @@ def test_a_cnn_exported_by_pytorch(engine: str) -> None:
     in, depthwise with stride 2, pointwise), max pooling, ReLU6, a mean over the image and a
     linear layer, batch symbolic; against onnxruntime at two batch sizes."""
     path = Path(__file__).parent / "data" / "onnx" / "cnn.onnx"
-    from tcp_rules.frontends.onnx import import_onnx
-
-    imported = import_onnx(path)
-    func = imported.module.funcs[0]
-    assert str(func.params[0].type.dims[0]) == "batch"
-    if engine == "optimized":
-        func = optimize_func(func, load_standard_library().rules, OptOptions()).func
-    for batch in (1, 5):
-        x = np.random.default_rng(batch).standard_normal((batch, 3, 16, 16)).astype(np.float32)
-        (want,) = ort.InferenceSession(str(path)).run(None, {"images": x})
-        arrays = {"images": x, **imported.weights}
-        (got,) = run_func(func, [arrays[p.param] for p in func.params], "compiled")
-        plain = imported.module.funcs[0]
-        _, (bound,) = error_bounds(plain, [arrays[p.param] for p in plain.params])
-        assert_within(got, want, 2 * bound, f"{engine} batch {batch}")
+    assert_matches_onnxruntime(path, engine, [(1, 3, 16, 16), (5, 3, 16, 16)])
 
 
 @st.composite

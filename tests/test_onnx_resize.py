@@ -12,7 +12,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from numerics import assert_within, error_bounds, unit_roundoff
-from onnx_support import import_fails, run_onnx, with_output_shapes
+from onnx_support import (
+    assert_matches_onnxruntime,
+    import_fails,
+    run_onnx,
+    with_output_shapes,
+)
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -24,9 +29,7 @@ from onnx.reference.ops.op_resize import Resize  # noqa: E402
 from tcp_rules.frontends.onnx import import_model  # noqa: E402
 from tcp_rules.frontends.onnx.resize import Mode, axis_taps, source_coordinates  # noqa: E402
 from tcp_rules.ir import Func  # noqa: E402
-from tcp_rules.optimize import OptOptions  # noqa: E402
-from tcp_rules.pipeline import optimize_func, run_func  # noqa: E402
-from tcp_rules.rules.library import load_standard_library  # noqa: E402
+from tcp_rules.pipeline import run_func  # noqa: E402
 
 TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
          np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int8): TensorProto.INT8}
@@ -311,22 +314,9 @@ def test_a_unet_exported_by_pytorch(engine: str) -> None:
     bilinear upsampling by 2 (Resize with scales [1, 1, 2, 2]: the symbolic batch is left as
     it is), skip connections; against onnxruntime at two batch sizes."""
     path = Path(__file__).parent / "data" / "onnx" / "unet.onnx"
-    model = onnx.load(path)
-    assert sorted(n.attribute[-1].s for n in model.graph.node if n.op_type == "Resize") == \
-        [b"linear", b"nearest"]
-    imported = import_model(model)
-    func = imported.module.funcs[0]
-    assert str(func.params[0].type.dims[0]) == "batch"
-    if engine == "optimized":
-        func = optimize_func(func, load_standard_library().rules, OptOptions()).func
-    for batch in (1, 3):
-        x = np.random.default_rng(batch).standard_normal((batch, 3, 16, 16)).astype(np.float32)
-        (want,) = ort.InferenceSession(str(path)).run(None, {"images": x})
-        arrays = {"images": x, **imported.weights}
-        (got,) = run_func(func, [arrays[p.param] for p in func.params], "compiled")
-        plain = imported.module.funcs[0]
-        _, (bound,) = error_bounds(plain, [arrays[p.param] for p in plain.params])
-        assert_within(got, want, 2 * bound, f"{engine} batch {batch}")
+    assert sorted(n.attribute[-1].s for n in onnx.load(path).graph.node
+                  if n.op_type == "Resize") == [b"linear", b"nearest"]
+    assert_matches_onnxruntime(path, engine, [(1, 3, 16, 16), (3, 3, 16, 16)])
 
 
 def test_sizes_from_the_input_shape() -> None:

@@ -156,7 +156,7 @@ def test_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = {"data": data, "indices": np.array([[5]], np.int64),
            "updates": np.ones((1, 1), np.float32)}
     import_fails(_model("ScatterElements", bad, {"indices"}), tmp_path, capsys,
-                 "ScatterElements", "index 5 is out of range for an axis of size 3")
+                 "ScatterElements", "index 5 at [0, 0, 0] is out of range for an axis of size 3")
     wide = {"data": data, "indices": np.zeros((1, 5), np.int64),
             "updates": np.ones((1, 5), np.float32)}
     import_fails(_model("ScatterElements", wide, set()), tmp_path, capsys,

@@ -70,17 +70,10 @@ def gather_nd(ctx: Context) -> Sequence[Tensor]:
         offsets = np.broadcast_to(pos.reshape(shape[:b] + [1] * (len(shape) - b)), shape)
     static = all(d.const is not None for d in indexed)
     if isinstance(t, np.ndarray) and static:
-        sizes = np.array([d.const for d in indexed], np.int64)
-        idx = t.astype(np.int64)
-        bad = (idx < -sizes) | (idx >= sizes)
-        if bad.any():
-            where = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise ctx.error(f"index {int(idx[where])} at {list(where)} is out of range for an "
-                            f"axis of size {sizes[where[-1]]}")
-        idx = np.where(idx < 0, idx + sizes, idx)
+        idx = checked_indices(ctx, t, indexed)
         lin = (idx * np.array([s.const for s in strides], np.int64)).sum(axis=-1)
         if offsets is not None:
-            lin = lin + offsets * int(sizes.prod())
+            lin = lin + offsets * int(np.prod([d.const for d in indexed]))
         linear: Value = ctx.as_value(np.array(lin, np.int64), "indices")  # 0-d stays 0-d
     else:
         linear = linear_index(ctx, ctx.cast(ctx.as_value(t, "indices"), DType.I64), indexed,
@@ -91,6 +84,19 @@ def gather_nd(ctx: Context) -> Sequence[Tensor]:
                             ctx.op("mul", at, ctx.dim_value(dims_product(indexed), at)))
     flat = reshape_any(ctx, x, [dims_product(batch + indexed), *rest])
     return [ctx.op("gather", ctx.as_value(flat), linear, axis=0)]
+
+
+def checked_indices(ctx: Context, t: np.ndarray, sizes: Sequence[Dim]) -> np.ndarray:
+    """Constant indices whose last axis indexes static axes of ``sizes``, negative ones
+    wrapped; one out of range is an error naming it."""
+    n = np.array([d.const for d in sizes], np.int64)
+    idx = t.astype(np.int64)
+    bad = (idx < -n) | (idx >= n)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ctx.error(f"index {int(idx[where])} at {list(where)} is out of range for an axis "
+                        f"of size {n[where[-1]]}")
+    return np.where(idx < 0, idx + n, idx)
 
 
 def linear_index(ctx: Context, idx: Value, sizes: Sequence[Dim], strides: Sequence[Dim],

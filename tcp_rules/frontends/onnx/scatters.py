@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tcp_rules.frontends.onnx.context import Context, Tensor, converts, normalize_axis
-from tcp_rules.frontends.onnx.gathers import into_axis, linear_index
+from tcp_rules.frontends.onnx.gathers import checked_indices, into_axis, linear_index
 from tcp_rules.frontends.onnx.movement import shape_of
 from tcp_rules.ir import Value
 from tcp_rules.ops import identity_value
@@ -68,18 +68,6 @@ def scatter_along(ctx: Context, data: Value, target: Value, updates: Value, axis
     return ctx.op("select", hit, ctx.op(combine, data, total), data)
 
 
-def _checked(ctx: Context, t: np.ndarray, sizes: Sequence[Dim]) -> np.ndarray:
-    """Constant indices (the last axis of ``t`` indexes ``sizes``) wrapped, after checking."""
-    n = np.array([d.const for d in sizes], np.int64)
-    idx = t.astype(np.int64)
-    bad = (idx < -n) | (idx >= n)
-    if bad.any():
-        where = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise ctx.error(f"index {int(idx[where])} is out of range for an axis of size "
-                        f"{n[where[-1]]}")
-    return np.where(idx < 0, idx + n, idx)
-
-
 @converts("ScatterElements", "Scatter")
 def scatter_elements(ctx: Context) -> Sequence[Tensor]:
     """out[p with its ``axis`` entry replaced by indices[p]] = updates[p], for every position
@@ -96,7 +84,7 @@ def scatter_elements(ctx: Context) -> Sequence[Tensor]:
                         f"shape, of the data's rank and no axis longer than the data's "
                         f"[{', '.join(map(str, dims))}] but for axis {axis}")
     if isinstance(t, np.ndarray) and dims[axis].const is not None:
-        target = ctx.as_value(_checked(ctx, t[..., None], [dims[axis]])[..., 0], "indices")
+        target = ctx.as_value(checked_indices(ctx, t[..., None], [dims[axis]])[..., 0], "indices")
     else:
         target = into_axis(ctx, ctx.cast(ctx.as_value(t, "indices"), DType.I64), dims[axis])
     short = [(0, 0 if k == axis or g == d else int(d.const) - int(g.const))  # type: ignore[arg-type]
@@ -129,7 +117,8 @@ def scatter_nd(ctx: Context) -> Sequence[Tensor]:
     strides = [dims_product(indexed[j + 1:]) for j in range(k)]
     count = dims_product(tuples)
     if isinstance(t, np.ndarray) and all(d.const is not None for d in indexed):
-        lin = (_checked(ctx, t, indexed) * np.array([s.const for s in strides], np.int64)).sum(-1)
+        steps = np.array([s.const for s in strides], np.int64)
+        lin = (checked_indices(ctx, t, indexed) * steps).sum(-1)
         linear = ctx.as_value(np.asarray(lin, np.int64).reshape(-1), "indices")
     else:
         idx = ctx.cast(ctx.as_value(t, "indices"), DType.I64)
