@@ -80,10 +80,11 @@ def window_layout(ctx: Context, sizes: Sequence[int], window: Sequence[int],
 def windows(ctx: Context, x: Value, window: Sequence[int], strides: Sequence[int],
             dilations: Sequence[int], fill: float, ceil: bool = False,
             pads: Pads | None = None) -> tuple[Value, list[int]]:
-    """[N, C, *window, *out]: for each output position, the input elements under its window,
-    the input padded with ``fill``; and ``out``. One gather of the padded image, flattened, at
-    the windows' positions: a kernel, where a slice per window position and their
-    concatenation were 2 K kernels."""
+    """[N, C, K, P]: for each of the P output positions (row-major over ``out``), the K =
+    prod(window) input elements under its window (row-major over the window), the input padded
+    with ``fill``; and ``out``. One gather of the padded image, flattened, at the windows'
+    positions: a kernel, where a slice per window position and their concatenation were 2 K
+    kernels."""
     sizes = static_dims(ctx, x.type.dims[2:], "the spatial sizes")
     begin, end, out = window_layout(ctx, sizes, window, strides, dilations, ceil, pads)
     lead = list(x.type.dims[:2])
@@ -92,25 +93,27 @@ def windows(ctx: Context, x: Value, window: Sequence[int], strides: Sequence[int
         if any(s != 1 for s in strides):
             x = ctx.op("slice", x, start=[0] * x.type.rank, size=[*lead, *map(Dim.of, out)],
                        stride=[1, 1, *strides])
-        return ctx.op("reshape", x, shape=[*lead, *(Dim.of(1) for _ in window),
-                                           *map(Dim.of, out)]), out
+        return ctx.op("reshape", x, shape=[*lead, Dim.of(1), Dim.of(math.prod(out))]), out
     if any(begin) or any(end):
         x = ctx.op("pad", x, low=[0, 0, *begin], high=[0, 0, *end], mode="constant",
                    value=fill)
     padded = [s + b + e for s, b, e in zip(sizes, begin, end, strict=True)]
     image = ctx.op("reshape", x, shape=[*lead, Dim.of(math.prod(padded))])
     index = window_positions(padded, window, strides, dilations, out)
-    return ctx.op("gather", image, index, axis=2), out
+    cols = ctx.op("gather", image, index, axis=2)  # [N, C, *window, *out]
+    return ctx.op("reshape", cols, shape=[*lead, Dim.of(math.prod(window)),
+                                          Dim.of(math.prod(out))]), out
 
 
 def window_positions(padded: Sequence[int], window: Sequence[int], strides: Sequence[int],
                       dilations: Sequence[int], out: Sequence[int]) -> Value:
     """[*window, *out]: where window element k of output p lies in the flattened padded image,
     sum_i (p_i * stride_i + k_i * dilation_i) * (the image's stride along axis i). Built from
-    iotas, not as a constant table: the index is then affine in the kernel's loop indices, so
-    LLVM reads each window's rows as contiguous vectors, where a table [K, P] was streamed
-    from memory and gathered element by element (a 64-channel 56x56 3x3 im2col: 640 us
-    against 118 us, one Zen 4 core)."""
+    iotas, not as a constant table: the code generator recomputes such an index where the
+    gather reads it (lower.py, _from_indices), affine in the loop indices, so LLVM reads each
+    window's rows as contiguous vectors, where a table [K, P] was streamed from memory and
+    gathered element by element (a 64-channel 56x56 3x3 im2col: 640 us against 118 us, one
+    Zen 4 core)."""
     n = len(window)
     t = TensorType(DType.I32 if math.prod(padded) < 2**31 else DType.I64,
                    tuple(Dim.of(v) for v in (*window, *out)))
@@ -177,7 +180,6 @@ def convolve(ctx: Context, x: Value, w: Value, groups: int, strides: Sequence[in
         # depthwise: each output channel weighs one input channel's windows, a product summed
         # over the window in one kernel (as matmuls, thousands of K x 1 products)
         shape = [batch, *map(Dim.of, (groups, mg, k, p))]
-        cols = ctx.op("reshape", cols, shape=[batch, Dim.of(groups), Dim.of(k), Dim.of(p)])
         spread = ctx.op("broadcast", cols, shape=shape, dims=[0, 1, 3, 4])
         weights = ctx.op("broadcast", ctx.op("reshape", w, shape=[groups, mg, k]), shape=shape,
                          dims=[1, 2, 3])

@@ -24,7 +24,7 @@ from tcp_rules.frontends.onnx.conv import (
 )
 from tcp_rules.ir import Value
 from tcp_rules.ops import identity_value
-from tcp_rules.types import dims_product
+from tcp_rules.types import Dim
 
 
 def _window(ctx: Context, rank: int) -> tuple[list[int], list[int], list[int], bool]:
@@ -49,8 +49,8 @@ def max_pool(ctx: Context) -> Sequence[Tensor]:
     x = ctx.value(0)
     kernel, strides, dilations, ceil = _window(ctx, x.type.rank)
     fill = identity_value(-math.inf, x.type.dtype)  # reduce_max's identity
-    cols, _ = windows(ctx, x, kernel, strides, dilations, fill, ceil)
-    return [_reduce(ctx, "reduce_max", cols)]
+    cols, out = windows(ctx, x, kernel, strides, dilations, fill, ceil)
+    return [_unflatten(ctx, ctx.op("reduce_max", cols, axes=[2], keepdims=False), out)]
 
 
 @converts("AveragePool")
@@ -62,7 +62,7 @@ def average_pool(ctx: Context) -> Sequence[Tensor]:
     x = ctx.widen(x0)
     kernel, strides, dilations, ceil = _window(ctx, x.type.rank)
     cols, out = windows(ctx, x, kernel, strides, dilations, 0.0, ceil)
-    total = _reduce(ctx, "reduce_sum", cols)
+    total = _unflatten(ctx, ctx.op("reduce_sum", cols, axes=[2], keepdims=False), out)
     counts = _counts(ctx, static_dims(ctx, x.type.dims[2:], "the spatial sizes"), kernel,
                      strides, dilations, ceil, bool(ctx.attr("count_include_pad", 0)))
     assert list(counts.shape) == out
@@ -72,15 +72,9 @@ def average_pool(ctx: Context) -> Sequence[Tensor]:
     return [ctx.cast(y, x0.type.dtype)]
 
 
-def _reduce(ctx: Context, op: str, cols: Value) -> Value:
-    """``windows``' [N, C, *window, *out] reduced over the window: as [N, C, K, P], the
-    gather written once and the reduction reading it down K, vectorized along P (inline in the
-    reduction, the gather was 27x slower: ResNet-18's max pool), then unflattened."""
-    n = (cols.type.rank - 2) // 2
-    lead, window, out = cols.type.dims[:2], cols.type.dims[2:2 + n], cols.type.dims[2 + n:]
-    merged = ctx.op("reshape", cols, shape=[*lead, dims_product(window), dims_product(out)])
-    y = ctx.op(op, merged, axes=[2], keepdims=False)
-    return ctx.op("reshape", y, shape=[*lead, *out])
+def _unflatten(ctx: Context, y: Value, out: list[int]) -> Value:
+    """[N, C, P] as [N, C, *out]."""
+    return ctx.op("reshape", y, shape=[*y.type.dims[:2], *map(Dim.of, out)])
 
 
 def _counts(ctx: Context, sizes: list[int], kernel: list[int], strides: list[int],
@@ -110,10 +104,10 @@ def lp_pool(ctx: Context) -> Sequence[Tensor]:
     p = float(ctx.attr("p", 2))
     if p <= 0:
         raise ctx.error(f"LpPool's p must be positive, got {p}")
-    cols, _ = windows(ctx, x, kernel, strides, dilations, 0.0, ceil)
+    cols, out = windows(ctx, x, kernel, strides, dilations, 0.0, ceil)
     a = ctx.op("abs", cols)
     powered = ctx.op("mul", a, a) if p == 2 else ctx.op("pow", a, ctx.scalar(p, a))
-    total = _reduce(ctx, "reduce_sum", powered)
+    total = _unflatten(ctx, ctx.op("reduce_sum", powered, axes=[2], keepdims=False), out)
     root = ctx.op("sqrt", total) if p == 2 else ctx.op("pow", total, ctx.scalar(1 / p, total))
     return [ctx.cast(root, x0.type.dtype)]
 
