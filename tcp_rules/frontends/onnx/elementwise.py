@@ -166,23 +166,25 @@ def sign(ctx: Context) -> Sequence[Tensor]:
 
 # activations --------------------------------------------------------------------------------
 
-def _relu(ctx: Context, x: Value) -> Value:
+# The activations as functions of a value, shared with the recurrent layers' (recurrent.py).
+
+def relu_of(ctx: Context, x: Value) -> Value:
     return ctx.op("max", x, ctx.scalar(0, x))
 
 
 @converts("Relu")
 def relu(ctx: Context) -> Sequence[Tensor]:
-    return [_relu(ctx, ctx.value(0))]
+    return [relu_of(ctx, ctx.value(0))]
 
 
-def _leaky(ctx: Context, x: Value, alpha: float) -> Value:
+def leaky_of(ctx: Context, x: Value, alpha: float) -> Value:
     neg = ctx.op("lt", x, ctx.scalar(0.0, x))
     return ctx.op("select", neg, ctx.op("mul", x, ctx.scalar(alpha, x)), x)
 
 
 @converts("LeakyRelu")
 def leaky_relu(ctx: Context) -> Sequence[Tensor]:
-    return [_leaky(ctx, ctx.value(0), ctx.attr("alpha", 0.01))]
+    return [leaky_of(ctx, ctx.value(0), ctx.attr("alpha", 0.01))]
 
 
 @converts("PRelu")
@@ -196,6 +198,11 @@ def _expm1_scaled(ctx: Context, x: Value, alpha: float) -> Value:
     return ctx.op("mul", ctx.scalar(alpha, x), ctx.op("sub", ctx.op("exp", x), ctx.scalar(1.0, x)))
 
 
+def elu_of(ctx: Context, x: Value, alpha: float) -> Value:
+    """alpha (exp(x) - 1) below 0, x elsewhere."""
+    return ctx.op("select", ctx.op("lt", x, ctx.scalar(0.0, x)), _expm1_scaled(ctx, x, alpha), x)
+
+
 @converts("Elu", "Celu", "Selu")
 def elu(ctx: Context) -> Sequence[Tensor]:
     assert ctx.node is not None
@@ -207,7 +214,7 @@ def elu(ctx: Context) -> Sequence[Tensor]:
         if kind == "Celu":  # max(0,x) + min(0, alpha*(exp(x/alpha)-1))
             scaled = ctx.op("div", x, ctx.scalar(alpha, x))
             return ctx.op("select", neg, _expm1_scaled(ctx, scaled, alpha), x)
-        out = ctx.op("select", neg, _expm1_scaled(ctx, x, alpha), x)
+        out = elu_of(ctx, x, alpha)
         if kind == "Selu":
             out = ctx.op("mul", out, ctx.scalar(ctx.attr("gamma", 1.05070102214813232421875),
                                                 out))
@@ -225,24 +232,31 @@ def _hard_sigmoid(ctx: Context, x: Value) -> Value:
     swish = ctx.node.op_type == "HardSwish"
     alpha = 1 / 6 if swish else ctx.attr("alpha", 0.2)
     beta = 0.5 if swish else ctx.attr("beta", 0.5)
-    lin = ctx.op("add", ctx.op("mul", x, ctx.scalar(alpha, x)), ctx.scalar(beta, x))
-    hs = ctx.op("clamp", lin, min=0.0, max=1.0)
+    hs = hard_sigmoid_of(ctx, x, alpha, beta)
     return ctx.op("mul", x, hs) if swish else hs
 
 
-def _softplus(ctx: Context, x: Value) -> Value:
+def hard_sigmoid_of(ctx: Context, x: Value, alpha: float, beta: float) -> Value:
+    lin = ctx.op("add", ctx.op("mul", x, ctx.scalar(alpha, x)), ctx.scalar(beta, x))
+    return ctx.op("clamp", lin, min=0.0, max=1.0)
+
+
+def softplus_of(ctx: Context, x: Value) -> Value:
     return ctx.op("log", ctx.op("add", ctx.op("exp", x), ctx.scalar(1.0, x)))
 
 
 @converts("Softplus")
 def softplus(ctx: Context) -> Sequence[Tensor]:
-    return [ctx.in_f32(lambda x: _softplus(ctx, x))]
+    return [ctx.in_f32(lambda x: softplus_of(ctx, x))]
 
 
 @converts("Softsign")
 def softsign(ctx: Context) -> Sequence[Tensor]:
-    return [ctx.in_f32(lambda x: ctx.op("div", x, ctx.op("add", ctx.op("abs", x),
-                                                         ctx.scalar(1.0, x))))]
+    return [ctx.in_f32(lambda x: softsign_of(ctx, x))]
+
+
+def softsign_of(ctx: Context, x: Value) -> Value:
+    return ctx.op("div", x, ctx.op("add", ctx.op("abs", x), ctx.scalar(1.0, x)))
 
 
 @converts("Swish")
@@ -271,14 +285,16 @@ def swiglu(ctx: Context) -> Sequence[Tensor]:
 
 @converts("Mish")
 def mish(ctx: Context) -> Sequence[Tensor]:
-    return [ctx.in_f32(lambda x: ctx.op("mul", x, ctx.op("tanh", _softplus(ctx, x))))]
+    return [ctx.in_f32(lambda x: ctx.op("mul", x, ctx.op("tanh", softplus_of(ctx, x))))]
 
 
 @converts("ThresholdedRelu")
 def thresholded_relu(ctx: Context) -> Sequence[Tensor]:
-    x = ctx.value(0)
-    keep = ctx.op("gt", x, ctx.scalar(ctx.attr("alpha", 1.0), x))
-    return [ctx.op("select", keep, x, ctx.scalar(0.0, x))]
+    return [thresholded_of(ctx, ctx.value(0), ctx.attr("alpha", 1.0))]
+
+
+def thresholded_of(ctx: Context, x: Value, alpha: float) -> Value:
+    return ctx.op("select", ctx.op("gt", x, ctx.scalar(alpha, x)), x, ctx.scalar(0.0, x))
 
 
 @converts("Gelu")

@@ -9,11 +9,21 @@ A batch entry past its sequence length keeps its state, and its outputs there ar
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 from tcp_rules import build as tb
 from tcp_rules.frontends.onnx.composite import matmul_values
 from tcp_rules.frontends.onnx.context import Context, Tensor, converts
+from tcp_rules.frontends.onnx.elementwise import (
+    elu_of,
+    hard_sigmoid_of,
+    leaky_of,
+    relu_of,
+    softplus_of,
+    softsign_of,
+    thresholded_of,
+)
 from tcp_rules.ir import Value
 from tcp_rules.types import Dim, DType, TensorType
 
@@ -22,41 +32,24 @@ GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 DEFAULTS = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}
 
 
-def _activation(ctx: Context, name: str, alpha: float | None, beta: float | None) -> Activation:
-    """The operators' activation ``name`` (case-insensitive), with its alpha and beta."""
-    def s(v: float, x: Value) -> Value:
-        return ctx.scalar(v, x)
-
-    def op(n: str, *a: Value) -> Value:
-        return ctx.op(n, *a)
-
-    table: dict[str, tuple[float | None, float | None, Callable[[Value, float, float], Value]]] = {
-        "relu": (None, None, lambda x, a, b: op("max", x, s(0.0, x))),
-        "tanh": (None, None, lambda x, a, b: op("tanh", x)),
-        "sigmoid": (None, None, lambda x, a, b: op("sigmoid", x)),
-        "affine": (1.0, 0.0, lambda x, a, b: op("add", op("mul", x, s(a, x)), s(b, x))),
-        "leakyrelu": (0.01, None, lambda x, a, b: op("select", op("lt", x, s(0.0, x)),
-                                                    op("mul", x, s(a, x)), x)),
-        "thresholdedrelu": (1.0, None, lambda x, a, b: op("select", op("gt", x, s(a, x)), x,
-                                                          s(0.0, x))),
-        "scaledtanh": (1.0, 1.0, lambda x, a, b: op("mul", s(a, x),
-                                                   op("tanh", op("mul", x, s(b, x))))),
-        "hardsigmoid": (0.2, 0.5, lambda x, a, b: ctx.op(
-            "clamp", op("add", op("mul", x, s(a, x)), s(b, x)), min=0.0, max=1.0)),
-        "elu": (1.0, None, lambda x, a, b: op("select", op("lt", x, s(0.0, x)), op(
-            "mul", s(a, x), op("sub", op("exp", x), s(1.0, x))), x)),
-        "softsign": (None, None, lambda x, a, b: op("div", x, op("add", op("abs", x),
-                                                                 s(1.0, x)))),
-        "softplus": (None, None, lambda x, a, b: op("log", op("add", op("exp", x),
-                                                              s(1.0, x)))),
-    }
-    key = name.lower()
-    if key not in table:
-        raise ctx.error(f"activation {name!r} is not one of the operators' activations")
-    da, db, fn = table[key]
-    a = alpha if alpha is not None else da
-    b = beta if beta is not None else db
-    return lambda x: fn(x, a if a is not None else 0.0, b if b is not None else 0.0)
+Shaped = Callable[[Context, Value, float, float], Value]  # (ctx, x, alpha, beta)
+# name (lower case): (default alpha, default beta, f); a None default takes no such parameter
+# (the activation_alpha and activation_beta lists run over those that take them, in order)
+ACTIVATIONS: dict[str, tuple[float | None, float | None, Shaped]] = {
+    "relu": (None, None, lambda ctx, x, a, b: relu_of(ctx, x)),
+    "tanh": (None, None, lambda ctx, x, a, b: ctx.op("tanh", x)),
+    "sigmoid": (None, None, lambda ctx, x, a, b: ctx.op("sigmoid", x)),
+    "affine": (1.0, 0.0, lambda ctx, x, a, b: ctx.op(
+        "add", ctx.op("mul", x, ctx.scalar(a, x)), ctx.scalar(b, x))),
+    "leakyrelu": (0.01, None, lambda ctx, x, a, b: leaky_of(ctx, x, a)),
+    "thresholdedrelu": (1.0, None, lambda ctx, x, a, b: thresholded_of(ctx, x, a)),
+    "scaledtanh": (1.0, 1.0, lambda ctx, x, a, b: ctx.op(
+        "mul", ctx.scalar(a, x), ctx.op("tanh", ctx.op("mul", x, ctx.scalar(b, x))))),
+    "hardsigmoid": (0.2, 0.5, lambda ctx, x, a, b: hard_sigmoid_of(ctx, x, a, b)),
+    "elu": (1.0, None, lambda ctx, x, a, b: elu_of(ctx, x, a)),
+    "softsign": (None, None, lambda ctx, x, a, b: softsign_of(ctx, x)),
+    "softplus": (None, None, lambda ctx, x, a, b: softplus_of(ctx, x)),
+}
 
 
 def _activations(ctx: Context, op: str, directions: int) -> list[list[Activation]]:
@@ -66,15 +59,19 @@ def _activations(ctx: Context, op: str, directions: int) -> list[list[Activation
     if len(names) != per * directions:
         raise ctx.error(f"activations {names} must be {per * directions} names")
     alphas, betas = list(ctx.attr("activation_alpha", [])), list(ctx.attr("activation_beta", []))
-    # alpha and beta lists run over the activations that take them, in order
-    takes_a = {"affine", "leakyrelu", "thresholdedrelu", "scaledtanh", "hardsigmoid", "elu"}
-    takes_b = {"affine", "scaledtanh", "hardsigmoid"}
-    out = []
+    out: list[Activation] = []
     for name in names:
-        a = alphas.pop(0) if name.lower() in takes_a and alphas else None
-        b = betas.pop(0) if name.lower() in takes_b and betas else None
-        out.append(_activation(ctx, name, a, b))
+        if name.lower() not in ACTIVATIONS:
+            raise ctx.error(f"activation {name!r} is not one of the operators' activations")
+        da, db, fn = ACTIVATIONS[name.lower()]
+        a = alphas.pop(0) if da is not None and alphas else da
+        b = betas.pop(0) if db is not None and betas else db
+        out.append(functools.partial(_apply, ctx, fn, a or 0.0, b or 0.0))
     return [out[d * per:(d + 1) * per] for d in range(directions)]
+
+
+def _apply(ctx: Context, fn: Shaped, a: float, b: float, x: Value) -> Value:
+    return fn(ctx, x, a, b)
 
 
 def _part(ctx: Context, v: Value, axis: int, index: int, count: int) -> Value:
@@ -230,12 +227,18 @@ class _Direction:
             return ctx.broadcast_to(_part(ctx, rb, 0, i, count), [self.batch, Dim.of(hidden)])
 
         if self.op == "GRU":
-            hr = matmul_values(ctx, h, rt)  # [B, 3H]: z, r, h
-            z = f(self._clip(ctx.op("add", ctx.op("add", gate(xt, 0, 3), gate(hr, 0, 3)),
+            # z and r from H R^T; h's part too only with linear_before_reset (else it is
+            # (r H) Rh^T, and H Rh^T would be a third of each step's product for nothing)
+            linear = bool(ctx.attr("linear_before_reset", 0))
+            parts = 3 if linear else 2
+            zr = rt if linear else ctx.op("slice", rt, start=[0, 0], size=[
+                rt.type.dims[0], Dim.of(2 * hidden)], stride=[1, 1])
+            hr = matmul_values(ctx, h, zr)  # [B, parts * H]
+            z = f(self._clip(ctx.op("add", ctx.op("add", gate(xt, 0, 3), gate(hr, 0, parts)),
                                     bias(0, 3))))
-            rr = f(self._clip(ctx.op("add", ctx.op("add", gate(xt, 1, 3), gate(hr, 1, 3)),
+            rr = f(self._clip(ctx.op("add", ctx.op("add", gate(xt, 1, 3), gate(hr, 1, parts)),
                                      bias(1, 3))))
-            if ctx.attr("linear_before_reset", 0):
+            if linear:
                 lin = ctx.op("mul", rr, ctx.op("add", gate(hr, 2, 3), bias(2, 3)))
             else:
                 rh = _part(ctx, rt, 1, 2, 3)  # [H, H]

@@ -13,7 +13,6 @@ as the gathers do (ONNX leaves out-of-range indices undefined).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -22,11 +21,12 @@ from tcp_rules.frontends.onnx.context import Context, Tensor, converts, normaliz
 from tcp_rules.frontends.onnx.gathers import checked_indices, into_axis, linear_index
 from tcp_rules.frontends.onnx.movement import shape_of
 from tcp_rules.ir import Value
-from tcp_rules.ops import identity_value
+from tcp_rules.ops import OPS, identity_value
 from tcp_rules.types import Dim, DType, dims_product
 
-REDUCTIONS = {"none": None, "add": ("reduce_sum", "add", 0.0), "mul": ("reduce_prod", "mul", 1.0),
-              "max": ("reduce_max", "max", -math.inf), "min": ("reduce_min", "min", math.inf)}
+# reduction: (the reduce over the updates, the op that combines the total with the data)
+REDUCTIONS = {"none": None, "add": ("reduce_sum", "add"), "mul": ("reduce_prod", "mul"),
+              "max": ("reduce_max", "max"), "min": ("reduce_min", "min")}
 
 
 def _reduction(ctx: Context) -> str:
@@ -34,6 +34,13 @@ def _reduction(ctx: Context) -> str:
     if r not in REDUCTIONS:
         raise ctx.error(f"reduction {r!r} is not one of {', '.join(REDUCTIONS)}")
     return r
+
+
+def _identity(op: str, dt: DType) -> float | int | bool:
+    """The op table's identity of ``op`` as a ``dt`` value: what an update that misses adds."""
+    identity = OPS[op].traits.identity
+    assert identity is not None
+    return identity_value(identity, dt)
 
 
 def scatter_along(ctx: Context, data: Value, target: Value, updates: Value, axis: int,
@@ -53,7 +60,7 @@ def scatter_along(ctx: Context, data: Value, target: Value, updates: Value, axis
     hit = ctx.op("ge", last, ctx.scalar(0, last))
     dt = data.type.dtype
     if reduction == "none":  # the last update that hits, exactly (a max over it alone)
-        lowest = identity_value(-math.inf, dt)
+        lowest = _identity("max", dt)
         final = ctx.op("broadcast", last, shape=shape, dims=[*range(axis + 1),
                                                              *range(axis + 2, r + 1)])
         pick = ctx.op("select", hits, ctx.op("eq", j, final), ctx.scalar(False, hits))
@@ -62,8 +69,8 @@ def scatter_along(ctx: Context, data: Value, target: Value, updates: Value, axis
         return ctx.op("select", hit, val, data)
     fold = REDUCTIONS[reduction]
     assert fold is not None
-    reduce, combine, identity = fold
-    none = ctx.scalar(identity_value(identity, dt), u)
+    reduce, combine = fold
+    none = ctx.scalar(_identity(combine, dt), u)
     total = ctx.op(reduce, ctx.op("select", hits, u, none), axes=[axis + 1], keepdims=False)
     return ctx.op("select", hit, ctx.op(combine, data, total), data)
 

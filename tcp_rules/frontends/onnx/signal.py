@@ -122,15 +122,12 @@ def transform(ctx: Context, re: Value, im: Value | None, n: int, inverse: bool,
     cm, sm = (ctx.as_value(m.astype(dt.np_dtype), name) for m, name in ((c, "dft_cos"),
                                                                          (s, "dft_sin")))
     sign = 1.0 if inverse else -1.0  # e^{+i} inverse, e^{-i} forward
-
-    def times(v: Value, m: Value) -> Value:
-        return matmul_values(ctx, v, m)
-
-    out_re = times(re, cm)
-    out_im = ctx.op("mul", times(re, sm), ctx.scalar(sign, out_re))
+    out_re = matmul_values(ctx, re, cm)
+    out_im = ctx.op("mul", matmul_values(ctx, re, sm), ctx.scalar(sign, out_re))
     if im is not None:  # (a + ib)(c + i sign s) = ac - sign bs + i (sign as + bc)
-        out_re = ctx.op("sub", out_re, ctx.op("mul", times(im, sm), ctx.scalar(sign, out_re)))
-        out_im = ctx.op("add", out_im, times(im, cm))
+        out_re = ctx.op("sub", out_re, ctx.op("mul", matmul_values(ctx, im, sm),
+                                              ctx.scalar(sign, out_re)))
+        out_im = ctx.op("add", out_im, matmul_values(ctx, im, cm))
     return out_re, (None if real_out else out_im)
 
 
